@@ -35,3 +35,23 @@ ensure_node() {
   fi
   export PATH="$dir/bin:$PATH"
 }
+
+# Go's module and build caches live in the per-user cache as well, so a fresh clone
+# and CI reuse downloaded modules and compiled packages. -modcacherw keeps the module
+# cache deletable with rm -rf.
+use_go_cache() {
+  export GOMODCACHE="$EG_CACHE/go/mod" GOCACHE="$EG_CACHE/go/build"
+  case " ${GOFLAGS:-} " in *" -modcacherw "*) ;; *) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-modcacherw" ;; esac
+}
+
+# Where each real component lands in the cache: one directory per tool and version,
+# created whole by scripts/build-components.sh (test/support/components.ts and
+# scripts/env.sh use the same layout).
+envoy_bin_dir()        { echo "$EG_CACHE/envoy-$ENVOY_VERSION/bin"; }
+etcd_bin_dir()         { echo "$EG_CACHE/etcd-$ETCD_VERSION/bin"; }
+kubernetes_bin_dir()   { echo "$EG_CACHE/kubernetes-$KUBERNETES_VERSION/bin"; }
+pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
+pulumi_nodejs_bin_dir() { echo "$EG_CACHE/pulumi-language-nodejs-$PULUMI_LANGUAGE_NODEJS_VERSION/bin"; }
+pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
+# PULUMI_HOME with the Kubernetes provider registered (plugins/resource-kubernetes-v<version>).
+pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }

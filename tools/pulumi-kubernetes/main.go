@@ -1,0 +1,27 @@
+// Command pulumi-resource-kubernetes serves the Pulumi Kubernetes provider from
+// github.com/pulumi/pulumi-kubernetes/provider/v4.
+//
+// The provider module's own command embeds schema-embed.json and
+// terraform-mapping-embed.json, which its release build generates and the module
+// does not carry. scripts/build-components.sh runs ./embedgen in a temporary copy
+// of this directory to produce them from the module's schema.json and
+// terraform-mapping.json, then builds this package there. The two generated files
+// are never committed.
+package main
+
+import (
+	_ "embed"
+
+	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/provider"
+	"github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version"
+)
+
+//go:embed schema-embed.json
+var schema []byte
+
+//go:embed terraform-mapping-embed.json
+var terraformMapping []byte
+
+func main() {
+	provider.Serve("kubernetes", version.Version, schema, terraformMapping)
+}
