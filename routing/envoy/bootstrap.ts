@@ -1,0 +1,67 @@
+// The bootstrap (envoy.yaml): node, admin on loopback, the static listeners
+// and clusters, CDS from the watched xDS directory, the overload manager.
+import { memoryBytes } from "./units.js";
+import type { GatewayContext } from "./context.js";
+import { acmeCluster, adminCluster, extAuthzCluster } from "./clusters.js";
+import { healthListener, httpListener, httpsListener, metricsListener } from "./listeners.js";
+import { TYPE, type Json } from "./types.js";
+
+export function bootstrap(ctx: GatewayContext): Json {
+  const clusters: Json[] = [];
+  if (ctx.devAuth) clusters.push(extAuthzCluster(ctx));
+  if (ctx.settings.acme) clusters.push(acmeCluster(ctx));
+  clusters.push(adminCluster(ctx));
+  const doc: Json = {
+    node: { id: ctx.gateway, cluster: ctx.gateway },
+    admin: { address: { socket_address: { address: "127.0.0.1", port_value: ctx.ports.admin } } },
+    static_resources: {
+      listeners: [httpListener(ctx), httpsListener(ctx), healthListener(ctx), metricsListener(ctx)],
+      clusters,
+    },
+    dynamic_resources: {
+      cds_config: {
+        resource_api_version: "V3",
+        path_config_source: { path: `${ctx.paths.xdsDir}/cds.yaml`, watched_directory: { path: ctx.paths.xdsDir } },
+      },
+    },
+    overload_manager: overloadManager(ctx),
+    layered_runtime: { layers: [{ name: "admin", admin_layer: {} }] },
+  };
+  if (ctx.dnsResolver) doc.typed_dns_resolver_config = dnsResolver(ctx.dnsResolver);
+  return doc;
+}
+
+/**
+ * Heap: shrink at 95% and stop accepting requests at 98% of 80% of the
+ * container's memory limit. Connections: at most edge.maxConnections
+ * downstream (health and metrics listeners exempt).
+ */
+export function overloadManager(ctx: GatewayContext): Json {
+  const heap = Math.floor(memoryBytes(ctx.settings.resources.limits.memory) * 0.8);
+  const heapMonitor = "envoy.resource_monitors.fixed_heap";
+  return {
+    refresh_interval: "0.25s",
+    resource_monitors: [
+      { name: heapMonitor, typed_config: { "@type": TYPE.fixedHeap, max_heap_size_bytes: heap } },
+      {
+        name: "envoy.resource_monitors.global_downstream_max_connections",
+        typed_config: { "@type": TYPE.downstreamConnections, max_active_downstream_connections: ctx.config.edge.maxConnections },
+      },
+    ],
+    actions: [
+      { name: "envoy.overload_actions.shrink_heap", triggers: [{ name: heapMonitor, threshold: { value: 0.95 } }] },
+      { name: "envoy.overload_actions.stop_accepting_requests", triggers: [{ name: heapMonitor, threshold: { value: 0.98 } }] },
+    ],
+  };
+}
+
+function dnsResolver(server: { address: string; port: number }): Json {
+  return {
+    name: "envoy.network.dns_resolver.cares",
+    typed_config: {
+      "@type": TYPE.caresResolver,
+      resolvers: [{ socket_address: { address: server.address, port_value: server.port } }],
+      dns_resolver_options: { no_default_search_domain: true },
+    },
+  };
+}

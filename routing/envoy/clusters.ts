@@ -1,0 +1,88 @@
+// Clusters: one STRICT_DNS cluster per upstream stack (CDS), and the static
+// clusters of the bootstrap (ext_authz, ACME solver, admin for metrics).
+import { serviceHost, UPSTREAM_PORT } from "../names.js";
+import type { RoutedService, RoutingTable, UpstreamStack } from "../table.js";
+import { stackClusterName } from "../table.js";
+import type { GatewayContext } from "./context.js";
+import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
+
+/** Every routed cluster of the table: production first, then dev, each in table order. */
+export function serviceClusters(ctx: GatewayContext, table: RoutingTable): Json[] {
+  const clusters: Json[] = [];
+  for (const s of table.production) for (const stack of s.stacks) clusters.push(serviceCluster(ctx, s, stack, "production"));
+  for (const s of table.dev) for (const stack of s.stacks) clusters.push(serviceCluster(ctx, s, stack, "dev"));
+  return clusters;
+}
+
+/**
+ * The pods of one stack: STRICT_DNS on the headless Service's name (DNS
+ * returns every ready pod IP, TTL honoured), port 443, upstream TLS,
+ * circuit breakers, outlier detection, bounded per-connection buffers.
+ */
+export function serviceCluster(ctx: GatewayContext, service: RoutedService, stack: UpstreamStack, kind: "production" | "dev"): Json {
+  const name = stackClusterName(service, stack);
+  const shared = ctx.shared;
+  const cluster: Json = {
+    "@type": TYPE.cluster,
+    name,
+    type: shared.clusterType,
+    load_assignment: loadAssignment(name, serviceHost(stack.service, service.namespace, ctx.config.clusterDomain), UPSTREAM_PORT),
+    connect_timeout: shared.connectTimeout,
+  };
+  if (ctx.config.upstream.lbPolicy !== "ROUND_ROBIN") cluster.lb_policy = ctx.config.upstream.lbPolicy;
+  Object.assign(cluster, {
+    transport_socket: shared[kind].transportSocket,
+    typed_extension_protocol_options: shared[kind].protocolOptions,
+    circuit_breakers: shared.circuitBreakers,
+    outlier_detection: shared.outlierDetection,
+    respect_dns_ttl: true,
+    per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
+  });
+  // Envoy's default is 5s; written only when it differs (it applies when DNS gives no TTL).
+  if (shared.dnsRefreshRate !== "5s") cluster.dns_refresh_rate = shared.dnsRefreshRate;
+  return cluster;
+}
+
+/** The ext_authz service (HTTPS, verified like production upstreams). */
+export function extAuthzCluster(ctx: GatewayContext): Json {
+  const a = ctx.config.auth;
+  return {
+    name: STATIC_CLUSTER.extAuthz,
+    type: "STRICT_DNS",
+    connect_timeout: ctx.shared.connectTimeout,
+    load_assignment: loadAssignment(STATIC_CLUSTER.extAuthz, serviceHost(a.service, a.namespace, ctx.config.clusterDomain), a.port),
+    transport_socket: ctx.shared.production.transportSocket,
+    typed_extension_protocol_options: ctx.shared.production.protocolOptions,
+    circuit_breakers: ctx.shared.circuitBreakers,
+    respect_dns_ttl: true,
+  };
+}
+
+/** The ACME HTTP-01 solver (plain HTTP inside the cluster). */
+export function acmeCluster(ctx: GatewayContext): Json {
+  const a = ctx.config.acme;
+  return {
+    name: STATIC_CLUSTER.acme,
+    type: "STRICT_DNS",
+    connect_timeout: ctx.shared.connectTimeout,
+    load_assignment: loadAssignment(STATIC_CLUSTER.acme, serviceHost(a.service, a.namespace, ctx.config.clusterDomain), a.port),
+    respect_dns_ttl: true,
+  };
+}
+
+/** Envoy's own admin interface, reached only through the metrics listener's one route. */
+export function adminCluster(ctx: GatewayContext): Json {
+  return {
+    name: STATIC_CLUSTER.admin,
+    type: "STATIC",
+    connect_timeout: "1s",
+    load_assignment: loadAssignment(STATIC_CLUSTER.admin, "127.0.0.1", ctx.ports.admin),
+  };
+}
+
+function loadAssignment(clusterName: string, address: string, port: number): Json {
+  return {
+    cluster_name: clusterName,
+    endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address, port_value: port } } } }] }],
+  };
+}

@@ -1,0 +1,111 @@
+// What every translation function of one gateway needs, computed once: the
+// gateway's settings and the parts shared by many clusters and routes. Shared
+// parts are single objects on purpose: the xDS YAML writes each once (an
+// anchor) and refers to it from every cluster or route (an alias), which keeps
+// the ConfigMap small; Envoy's YAML loader expands the aliases.
+import type { GatewayName, GatewaySettings, StackConfig } from "../config/schema.js";
+import { FILTER, POD_PATHS, POD_PORTS, type EnvoyPaths, type Json, type ListenerPorts } from "./types.js";
+import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
+import { envoyDuration } from "./units.js";
+import { ExtAuthzDisabled, localRateLimit } from "./filters.js";
+
+/** Options for where and how Envoy runs; the defaults are the gateway pod's. */
+export interface RenderOptions {
+  /** File locations (default: the pod's mount paths). */
+  paths?: EnvoyPaths;
+  /** Listener and admin ports (default: the pod's container ports). */
+  ports?: ListenerPorts;
+  /** Address the listeners bind (default 0.0.0.0, the pod address). */
+  listenAddress?: string;
+  /** A DNS server for upstream names (default: the pod's resolv.conf, i.e. cluster DNS). */
+  dnsResolver?: { address: string; port: number };
+}
+
+export interface GatewayContext {
+  gateway: GatewayName;
+  config: StackConfig;
+  settings: GatewaySettings;
+  paths: EnvoyPaths;
+  ports: ListenerPorts;
+  listenAddress: string;
+  dnsResolver: { address: string; port: number } | undefined;
+  /** Domain of production hosts on this gateway: <service>.<domain>. */
+  domain: string;
+  /** Host of the dev/PR routes. */
+  devHost: string;
+  /** Whether dev/PR routes go through ext_authz on this gateway. */
+  devAuth: boolean;
+  shared: SharedParts;
+}
+
+/** Objects many clusters or routes refer to (each written once in YAML). */
+export interface SharedParts {
+  clusterType: string;
+  connectTimeout: string;
+  dnsRefreshRate: string;
+  circuitBreakers: Json;
+  outlierDetection: Json;
+  production: { transportSocket: Json; protocolOptions: Json };
+  dev: { transportSocket: Json; protocolOptions: Json };
+  /** typed_per_filter_config of a production virtual host: ext_authz off. */
+  extAuthzOff: Json;
+  routeTimeout: string;
+  websocketIdleTimeout: string;
+  /** typed_per_filter_config of a rate-limited route, by requests per second per gateway replica. */
+  rateLimited(perReplica: number): Json;
+}
+
+export function gatewayContext(config: StackConfig, gateway: GatewayName, options: RenderOptions = {}): GatewayContext {
+  const settings = config.gateways[gateway];
+  const domain = gateway === "gateway" ? config.domain : config.internalDomain;
+  const paths = options.paths ?? POD_PATHS;
+  const rateLimits = new Map<number, Json>();
+  const up = config.upstream;
+  const shared: SharedParts = {
+    clusterType: "STRICT_DNS",
+    connectTimeout: envoyDuration(up.connectTimeout),
+    dnsRefreshRate: envoyDuration(up.dnsRefreshRate),
+    circuitBreakers: {
+      thresholds: [{ max_connections: up.maxConnections, max_pending_requests: up.maxPendingRequests, max_requests: up.maxRequests, track_remaining: true }],
+    },
+    outlierDetection: {
+      consecutive_5xx: up.consecutive5xx,
+      base_ejection_time: envoyDuration(up.baseEjectionTime),
+      max_ejection_percent: up.maxEjectionPercent,
+    },
+    production: {
+      transportSocket: upstreamTransportSocket(paths, "verify"),
+      protocolOptions: upstreamProtocolOptions(config, "verify"),
+    },
+    dev: {
+      transportSocket: upstreamTransportSocket(paths, config.devNamespaces.upstreamTls),
+      protocolOptions: upstreamProtocolOptions(config, config.devNamespaces.upstreamTls),
+    },
+    extAuthzOff: { [FILTER.extAuthz]: ExtAuthzDisabled },
+    routeTimeout: envoyDuration(up.routeTimeout),
+    websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),
+    rateLimited(perReplica) {
+      let config = rateLimits.get(perReplica);
+      if (!config) rateLimits.set(perReplica, (config = { [FILTER.localRateLimit]: localRateLimit(perReplica) }));
+      return config;
+    },
+  };
+  return {
+    gateway,
+    config,
+    settings,
+    paths,
+    ports: options.ports ?? POD_PORTS,
+    listenAddress: options.listenAddress ?? "0.0.0.0",
+    dnsResolver: options.dnsResolver,
+    domain,
+    devHost: settings.devHost ?? `internal.${domain}`,
+    devAuth: settings.authenticateDevRoutes,
+    shared,
+  };
+}
+
+/** Requests per second of one gateway replica for a whole-service limit (at least 1). */
+export function perReplicaLimit(rateLimit: number, replicas: number): number {
+  return Math.max(1, Math.ceil(rateLimit / replicas));
+}

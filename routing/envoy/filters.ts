@@ -1,0 +1,110 @@
+// HTTP filters of the TLS listener (ext_authz -> local_ratelimit ->
+// [compressor] -> router) and their per-route configs.
+import type { StackConfig } from "../config/schema.js";
+import { serviceHost } from "../names.js";
+import { FILTER, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
+import { envoyDuration } from "./units.js";
+
+/** ext_authz over HTTPS to the auth service; fails closed (503) when it is down. */
+export function extAuthzFilter(config: StackConfig): Json {
+  const a = config.auth;
+  return {
+    name: FILTER.extAuthz,
+    typed_config: {
+      "@type": TYPE.extAuthz,
+      http_service: {
+        server_uri: {
+          uri: `https://${serviceHost(a.service, a.namespace, config.clusterDomain)}:${a.port}`,
+          cluster: STATIC_CLUSTER.extAuthz,
+          timeout: envoyDuration(a.timeout),
+        },
+        path_prefix: a.pathPrefix,
+      },
+      allowed_headers: { patterns: a.allowedHeaders.map((h) => ({ exact: h, ignore_case: true })) },
+      failure_mode_allow: false,
+      status_on_error: { code: "ServiceUnavailable" },
+    },
+  };
+}
+
+/** The local rate limit filter; it limits only routes that carry a per-route config. */
+export function localRateLimitFilter(): Json {
+  return { name: FILTER.localRateLimit, typed_config: { "@type": TYPE.localRateLimit, stat_prefix: "http_local_rate_limiter" } };
+}
+
+/** gzip responses for clients that accept it (internal-gateway by default). */
+export function compressorFilter(): Json {
+  return {
+    name: FILTER.compressor,
+    typed_config: {
+      "@type": TYPE.compressor,
+      compressor_library: { name: "gzip", typed_config: { "@type": TYPE.gzip } },
+    },
+  };
+}
+
+/** The router; Envoy's x-envoy-* response headers are not sent to clients. */
+export function routerFilter(): Json {
+  return { name: FILTER.router, typed_config: { "@type": TYPE.router, suppress_envoy_headers: true } };
+}
+
+/** Answers GET /ready with 200, or 503 once Envoy is draining (the readiness probe). */
+export function healthCheckFilter(): Json {
+  return {
+    name: FILTER.healthCheck,
+    typed_config: {
+      "@type": TYPE.healthCheck,
+      pass_through_mode: false,
+      headers: [{ name: ":path", string_match: { exact: "/ready" } }],
+    },
+  };
+}
+
+/** Per-route config that turns ext_authz off (production routes). */
+export const ExtAuthzDisabled: Json = { "@type": TYPE.extAuthzPerRoute, disabled: true };
+
+/**
+ * Per-route local rate limit: `perSecond` requests per second per gateway
+ * replica (bucket refilled every second); 429 with x-ratelimit-* headers.
+ */
+export function localRateLimit(perSecond: number): Json {
+  return {
+    "@type": TYPE.localRateLimit,
+    stat_prefix: "route_rate_limit",
+    token_bucket: { max_tokens: perSecond, tokens_per_fill: perSecond, fill_interval: "1s" },
+    filter_enabled: { runtime_key: "route_rate_limit_enabled", default_value: { numerator: 100, denominator: "HUNDRED" } },
+    filter_enforced: { runtime_key: "route_rate_limit_enforced", default_value: { numerator: 100, denominator: "HUNDRED" } },
+    enable_x_ratelimit_headers: "DRAFT_VERSION_03",
+  };
+}
+
+/** JSON access log line per request, to stdout. */
+export function accessLog(): Json[] {
+  return [
+    {
+      name: "envoy.access_loggers.stdout",
+      typed_config: {
+        "@type": TYPE.stdoutAccessLog,
+        log_format: {
+          json_format: {
+            time: "%START_TIME%",
+            status: "%RESPONSE_CODE%",
+            flags: "%RESPONSE_FLAGS%",
+            duration_ms: "%DURATION%",
+            method: "%REQ(:METHOD)%",
+            host: "%REQ(:AUTHORITY)%",
+            path: "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+            protocol: "%PROTOCOL%",
+            client: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+            upstream: "%UPSTREAM_HOST%",
+            cluster: "%UPSTREAM_CLUSTER%",
+            bytes_received: "%BYTES_RECEIVED%",
+            bytes_sent: "%BYTES_SENT%",
+            user_agent: "%REQ(USER-AGENT)%",
+            request_id: "%REQ(X-REQUEST-ID)%",
+          },
+        },
+      },
+    },
+  ];
+}

@@ -1,0 +1,61 @@
+// The TLS listener's route configuration (RDS): one virtual host per
+// production service, one for the dev/PR routes.
+import type { RoutedService, RoutingTable } from "../table.js";
+import { stackClusterName } from "../table.js";
+import { perReplicaLimit, type GatewayContext } from "./context.js";
+import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
+
+export function routeConfiguration(ctx: GatewayContext, table: RoutingTable): Json {
+  const hosts = table.production.map((s) => productionVirtualHost(ctx, s));
+  if (table.dev.length > 0) hosts.push(devVirtualHost(ctx, table.dev));
+  return {
+    "@type": TYPE.routeConfiguration,
+    name: HTTPS_ROUTE_CONFIG,
+    virtual_hosts: hosts,
+    request_headers_to_add: [
+      { header: { key: "x-real-ip", value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+    ],
+  };
+}
+
+/** s.<domain> (plus aliases on the external gateway) -> s, with ext_authz off. */
+export function productionVirtualHost(ctx: GatewayContext, service: RoutedService): Json {
+  const domains = [`${service.name}.${ctx.domain}`, ...(ctx.gateway === "gateway" ? service.aliases : [])];
+  const host: Json = {
+    name: service.name,
+    domains,
+    routes: [serviceRoute(ctx, service, { prefix: "/" })],
+  };
+  if (ctx.devAuth) host.typed_per_filter_config = ctx.shared.extAuthzOff;
+  return host;
+}
+
+/** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz. */
+export function devVirtualHost(ctx: GatewayContext, services: readonly RoutedService[]): Json {
+  return {
+    name: "dev",
+    domains: [ctx.devHost],
+    routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` })),
+  };
+}
+
+/**
+ * One route: to the service's cluster (or weighted clusters for several
+ * versions), Host rewritten to the Service name (so SNI and the certificate
+ * check use it) with the original in x-forwarded-host, optional rate limit.
+ */
+function serviceRoute(ctx: GatewayContext, service: RoutedService, match: Json): Json {
+  const action: Json =
+    service.stacks.length === 1
+      ? { cluster: stackClusterName(service, service.stacks[0]!) }
+      : { weighted_clusters: { clusters: service.stacks.map((s) => ({ name: stackClusterName(service, s), weight: s.weight })) } };
+  action.auto_host_rewrite = true;
+  action.append_x_forwarded_host = true;
+  action.timeout = ctx.shared.routeTimeout;
+  if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
+  const route: Json = { match, route: action };
+  if (service.rateLimit !== undefined) {
+    route.typed_per_filter_config = ctx.shared.rateLimited(perReplicaLimit(service.rateLimit, ctx.settings.replicas));
+  }
+  return route;
+}

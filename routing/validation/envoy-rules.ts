@@ -1,0 +1,225 @@
+// Checks Envoy makes when it loads a configuration that the API definitions
+// do not express. Each rule is a small function over the JSON documents.
+import { RE2JS } from "@bufbuild/re2";
+import type { Json } from "../envoy/types.js";
+
+export interface EnvoyViolation {
+  /** Which document and resource: "cds.yaml cluster \"x\"", "envoy.yaml listener \"https\"". */
+  where: string;
+  path: string;
+  message: string;
+}
+
+/** What the rules see of one gateway's documents. */
+export interface GatewayView {
+  bootstrap: Json;
+  clusters: Json[];
+  routeConfigs: Json[];
+}
+
+export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
+  const out: EnvoyViolation[] = [];
+  const staticClusters = arr((view.bootstrap.static_resources as Json | undefined)?.clusters);
+  const clusterNames = uniqueClusterNames(staticClusters, view.clusters, out);
+  nodeIdentity(view.bootstrap, out);
+  for (const listener of arr((view.bootstrap.static_resources as Json | undefined)?.listeners)) {
+    checkListener(listener, clusterNames, out);
+  }
+  uniqueListeners(arr((view.bootstrap.static_resources as Json | undefined)?.listeners), out);
+  watchedPaths(view.bootstrap, out);
+  for (const rc of view.routeConfigs) checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
+  for (const c of [...staticClusters, ...view.clusters]) clusterEndpoints(c, out);
+  everyRegexCompiles({ bootstrap: view.bootstrap, clusters: view.clusters, routeConfigs: view.routeConfigs }, out);
+  everyRateLimitInterval(view, out);
+  return out;
+}
+
+/** Cluster names are unique across the bootstrap's static clusters and CDS. */
+function uniqueClusterNames(staticClusters: Json[], cds: Json[], out: EnvoyViolation[]): Set<string> {
+  const names = new Set<string>();
+  const check = (c: Json, where: string) => {
+    const name = String(c.name ?? "");
+    if (names.has(name)) out.push({ where, path: "name", message: `duplicate cluster name ${q(name)}: cluster names must be unique across static clusters and CDS` });
+    names.add(name);
+  };
+  staticClusters.forEach((c) => check(c, `envoy.yaml static cluster ${q(c.name)}`));
+  cds.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
+  return names;
+}
+
+/** A node with file-based xDS needs an id and a cluster. */
+function nodeIdentity(bootstrap: Json, out: EnvoyViolation[]): void {
+  const node = bootstrap.node as Json | undefined;
+  if (!node?.id || !node?.cluster) out.push({ where: "envoy.yaml", path: "node", message: "node.id and node.cluster must be set when xDS is used" });
+}
+
+function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
+  const names = new Set<string>();
+  const addresses = new Set<string>();
+  for (const l of listeners) {
+    const sa = (l.address as Json | undefined)?.socket_address as Json | undefined;
+    const addr = `${sa?.address}:${sa?.port_value}`;
+    if (names.has(String(l.name))) out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "name", message: "duplicate listener name" });
+    if (addresses.has(addr)) out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "address", message: `another listener already binds ${addr}` });
+    names.add(String(l.name));
+    addresses.add(addr);
+  }
+}
+
+/** path_config_source files must live in their watched directory (the kubelet swaps that directory). */
+function watchedPaths(bootstrap: Json, out: EnvoyViolation[]): void {
+  walk(bootstrap, "", (node, path) => {
+    const pcs = node.path_config_source as Json | undefined;
+    if (!pcs) return;
+    const file = String(pcs.path ?? "");
+    const dir = (pcs.watched_directory as Json | undefined)?.path;
+    if (dir !== undefined && !file.startsWith(`${String(dir).replace(/\/$/, "")}/`)) {
+      out.push({ where: "envoy.yaml", path: `${path}.path_config_source`, message: `path ${file} is not inside its watched_directory ${String(dir)}` });
+    }
+  });
+}
+
+function checkListener(listener: Json, clusters: Set<string>, out: EnvoyViolation[]): void {
+  const where = `envoy.yaml listener ${q(listener.name)}`;
+  arr(listener.filter_chains).forEach((chain, ci) => {
+    arr(chain.filters).forEach((filter, fi) => {
+      const hcm = filter.typed_config as Json | undefined;
+      if (!hcm || !String(hcm["@type"] ?? "").endsWith("HttpConnectionManager")) return;
+      const base = `filter_chains[${ci}].filters[${fi}].typed_config`;
+      httpFilterOrder(arr(hcm.http_filters), where, `${base}.http_filters`, out);
+      for (const f of arr(hcm.http_filters)) {
+        const uri = ((f.typed_config as Json | undefined)?.http_service as Json | undefined)?.server_uri as Json | undefined;
+        if (uri?.cluster !== undefined && !clusters.has(String(uri.cluster))) {
+          out.push({ where, path: `${base}.http_filters(${f.name}).http_service.server_uri.cluster`, message: `cluster ${q(uri.cluster)} does not exist` });
+        }
+      }
+      if (hcm.route_config) checkRouteConfiguration(hcm.route_config as Json, `${where} inline route configuration`, clusters, out);
+    });
+  });
+}
+
+const TERMINAL_HTTP_FILTERS = new Set(["type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"]);
+
+/** The router (terminal) is last, and nothing after it; filter names are unique. */
+function httpFilterOrder(filters: Json[], where: string, path: string, out: EnvoyViolation[]): void {
+  if (filters.length === 0) {
+    out.push({ where, path, message: "an HTTP connection manager needs at least the router filter" });
+    return;
+  }
+  const names = new Set<string>();
+  filters.forEach((f, i) => {
+    const terminal = TERMINAL_HTTP_FILTERS.has(String((f.typed_config as Json | undefined)?.["@type"]));
+    if (terminal && i !== filters.length - 1) out.push({ where, path: `${path}[${i}]`, message: `terminal filter ${q(f.name)} must be the last HTTP filter` });
+    if (!terminal && i === filters.length - 1) out.push({ where, path: `${path}[${i}]`, message: `the last HTTP filter must be the router (terminal), not ${q(f.name)}` });
+    if (names.has(String(f.name))) out.push({ where, path: `${path}[${i}]`, message: `duplicate HTTP filter name ${q(f.name)}` });
+    names.add(String(f.name));
+  });
+}
+
+/**
+ * Virtual host names unique; domains lower-case, unique across the route
+ * configuration, at most one "*", wildcards only as prefix or suffix; every
+ * route's cluster exists; weighted clusters named, weighted, sum > 0.
+ */
+export function checkRouteConfiguration(rc: Json, where: string, clusters: Set<string>, out: EnvoyViolation[]): void {
+  const hostNames = new Set<string>();
+  const domains = new Map<string, string>();
+  arr(rc.virtual_hosts).forEach((vh, vi) => {
+    const vpath = `virtual_hosts[${vi}](${vh.name})`;
+    if (hostNames.has(String(vh.name))) out.push({ where, path: `${vpath}.name`, message: `duplicate virtual host name ${q(vh.name)}` });
+    hostNames.add(String(vh.name));
+    arr(vh.domains as unknown).forEach((d, di) => {
+      const domain = String(d);
+      const dpath = `${vpath}.domains[${di}]`;
+      if (domain !== domain.toLowerCase()) out.push({ where, path: dpath, message: `domain ${q(domain)} must be lower-case` });
+      const key = domain.toLowerCase();
+      const other = domains.get(key);
+      if (other !== undefined) out.push({ where, path: dpath, message: `domain ${q(domain)} is already served by virtual host ${q(other)}; domains must be unique in a route configuration` });
+      domains.set(key, String(vh.name));
+      const stars = domain.split("*").length - 1;
+      if (stars > 1 || (stars === 1 && domain !== "*" && !domain.startsWith("*") && !domain.endsWith("*"))) {
+        out.push({ where, path: dpath, message: `domain ${q(domain)}: a wildcard is allowed only as the whole domain, a prefix (*.example.org) or a suffix (example.*)` });
+      }
+    });
+    arr(vh.routes).forEach((route, ri) => checkRoute(route, where, `${vpath}.routes[${ri}]`, clusters, out));
+  });
+}
+
+function checkRoute(route: Json, where: string, path: string, clusters: Set<string>, out: EnvoyViolation[]): void {
+  const action = route.route as Json | undefined;
+  if (!action) return;
+  if (action.cluster !== undefined && !clusters.has(String(action.cluster))) {
+    out.push({ where, path: `${path}.route.cluster`, message: `cluster ${q(action.cluster)} does not exist (Envoy would answer 503/404 at run time)` });
+  }
+  const weighted = action.weighted_clusters as Json | undefined;
+  if (weighted) {
+    let total = 0;
+    arr(weighted.clusters).forEach((wc, i) => {
+      const wpath = `${path}.route.weighted_clusters.clusters[${i}]`;
+      if (!wc.name && !wc.cluster_header) out.push({ where, path: wpath, message: "a weighted cluster needs a name" });
+      else if (wc.name !== undefined && !clusters.has(String(wc.name))) out.push({ where, path: `${wpath}.name`, message: `cluster ${q(wc.name)} does not exist` });
+      if (wc.weight === undefined) out.push({ where, path: `${wpath}.weight`, message: "a weighted cluster needs a weight" });
+      total += Number(wc.weight ?? 0);
+    });
+    if (total <= 0) out.push({ where, path: `${path}.route.weighted_clusters`, message: "weights must sum to more than 0" });
+  }
+}
+
+/** STRICT_DNS and STATIC clusters need at least one endpoint. */
+function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
+  if (c.type !== "STRICT_DNS" && c.type !== "STATIC" && c.type !== "LOGICAL_DNS") return;
+  const endpoints = arr((c.load_assignment as Json | undefined)?.endpoints).flatMap((e) => arr(e.lb_endpoints));
+  if (endpoints.length === 0) out.push({ where: `cluster ${q(c.name)}`, path: "load_assignment", message: `a ${c.type} cluster needs at least one endpoint` });
+}
+
+/** Every regular expression compiles as RE2 (Envoy's regex engine). */
+function everyRegexCompiles(docs: { bootstrap: Json; clusters: Json[]; routeConfigs: Json[] }, out: EnvoyViolation[]): void {
+  const check = (root: unknown, where: string) =>
+    walk(root, "", (node, path) => {
+      if (typeof node.regex !== "string") return;
+      try {
+        RE2JS.compile(node.regex);
+      } catch (e) {
+        out.push({ where, path: `${path}.regex`, message: `${q(node.regex)} is not an RE2 regular expression: ${(e as Error).message}` });
+      }
+    });
+  check(docs.bootstrap, "envoy.yaml");
+  docs.clusters.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
+  docs.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
+}
+
+/** Envoy refuses a local rate limit token bucket refilled more often than every 50 ms. */
+function everyRateLimitInterval(view: GatewayView, out: EnvoyViolation[]): void {
+  const check = (root: unknown, where: string) =>
+    walk(root, "", (node, path) => {
+      if (!String(node["@type"] ?? "").endsWith("local_ratelimit.v3.LocalRateLimit")) return;
+      const interval = (node.token_bucket as Json | undefined)?.fill_interval;
+      if (interval !== undefined && durationMs(String(interval)) < 50) {
+        out.push({ where, path: `${path}.token_bucket.fill_interval`, message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows` });
+      }
+    });
+  check(view.bootstrap, "envoy.yaml");
+  view.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
+}
+
+function durationMs(d: string): number {
+  const m = /^(\d+(?:\.\d+)?)s$/.exec(d);
+  return m ? Number(m[1]) * 1000 : Number.NaN;
+}
+
+/** Visits every object in a JSON tree with its path (objects shared by reference are visited at each place). */
+function walk(root: unknown, path: string, visit: (node: Json, path: string) => void): void {
+  if (Array.isArray(root)) root.forEach((v, i) => walk(v, `${path}[${i}]`, visit));
+  else if (root && typeof root === "object") {
+    visit(root as Json, path);
+    for (const [k, v] of Object.entries(root)) if (v && typeof v === "object") walk(v, path ? `${path}.${k}` : k, visit);
+  }
+}
+
+function arr(v: unknown): Json[] {
+  return Array.isArray(v) ? (v as Json[]) : [];
+}
+
+function q(v: unknown): string {
+  return JSON.stringify(String(v));
+}

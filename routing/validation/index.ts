@@ -1,0 +1,68 @@
+// Validation of a gateway's documents before anything is written anywhere:
+// decoded against Envoy's API (unknown fields, enums, oneofs, types, every
+// `@type`), the API's annotated rules, and Envoy's load-time checks.
+import type { Problem } from "../config/errors.js";
+import type { GatewayDocuments } from "../envoy/gateway.js";
+import type { Json } from "../envoy/types.js";
+import { decode, SharedDecoder, typeNameOf } from "./decode.js";
+import { envoyApi } from "./descriptors.js";
+import { envoyRuleViolations } from "./envoy-rules.js";
+import { checkRules } from "./rules.js";
+
+const BOOTSTRAP = "envoy.config.bootstrap.v3.Bootstrap";
+const DISCOVERY_RESPONSE = "envoy.service.discovery.v3.DiscoveryResponse";
+const CLUSTER = "envoy.config.cluster.v3.Cluster";
+const ROUTE_CONFIGURATION = "envoy.config.route.v3.RouteConfiguration";
+const SECRET = "envoy.extensions.transport_sockets.tls.v3.Secret";
+
+/** Every problem in one gateway's documents (empty when Envoy would load them). */
+export function validateGateway(docs: GatewayDocuments): Problem[] {
+  const problems: Problem[] = [];
+  const where = (file: string) => `${docs.gateway}/${file}`;
+  const decoder = new SharedDecoder([docs.bootstrap, ...docs.cds.resources, ...docs.rds.resources]);
+  checkMessage(BOOTSTRAP, docs.bootstrap, where("envoy.yaml"), problems, decoder);
+  for (const [file, doc] of Object.entries(docs.sds)) checkXdsFile(doc, SECRET, where(file), problems);
+  checkXdsFile(docs.cds, CLUSTER, where("cds.yaml"), problems, decoder);
+  checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
+  for (const v of envoyRuleViolations({ bootstrap: docs.bootstrap, clusters: docs.cds.resources, routeConfigs: docs.rds.resources })) {
+    problems.push({ key: `${docs.gateway}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
+  }
+  return problems;
+}
+
+/** A DiscoveryResponse-shaped file whose resources must all be `typeName`. */
+export function checkXdsFile(doc: Json, typeName: string, where: string, problems: Problem[], decoder?: SharedDecoder): void {
+  const { resources, ...envelope } = doc;
+  checkMessage(DISCOVERY_RESPONSE, envelope, where, problems);
+  if (!Array.isArray(resources)) {
+    problems.push({ key: where, message: "resources: must be a list" });
+    return;
+  }
+  resources.forEach((resource: Json, i: number) => {
+    const label = `${where} ${resourceLabel(typeName, resource, i)}`;
+    const declared = typeNameOf(resource?.["@type"]);
+    if (declared !== typeName) {
+      problems.push({ key: label, message: `@type: must be type.googleapis.com/${typeName}`, value: resource?.["@type"] });
+      return;
+    }
+    const { "@type": _, ...body } = resource;
+    checkMessage(typeName, body, label, problems, decoder);
+  });
+}
+
+/** Decodes one message and checks its rules; problems name `where` and the field path. */
+export function checkMessage(typeName: string, json: unknown, where: string, problems: Problem[], decoder?: SharedDecoder): void {
+  const decoded = decoder ? decoder.decode(typeName, json) : decode(typeName, json);
+  if (!decoded.ok) {
+    problems.push({ key: where, message: `${decoded.path ? `${decoded.path}: ` : ""}${decoded.error}` });
+    return;
+  }
+  const desc = envoyApi().registry.getMessage(typeName)!;
+  for (const v of checkRules(desc, decoded.message, decoder?.shared)) problems.push({ key: where, message: `${v.path}: ${v.message}` });
+}
+
+function resourceLabel(typeName: string, resource: Json, index: number): string {
+  const kind = typeName === CLUSTER ? "cluster" : typeName === ROUTE_CONFIGURATION ? "route configuration" : typeName === SECRET ? "secret" : "resource";
+  const name = resource && typeof resource === "object" && typeof resource.name === "string" ? ` ${JSON.stringify(resource.name)}` : "";
+  return `${kind}${name} (resources[${index}])`;
+}
