@@ -4,7 +4,7 @@
 // both gateways, exactly as the ConfigMaps will hold them, after validating
 // every document. A bad config or namespaces file exits non-zero with every
 // problem listed and writes nothing.
-import { mkdirSync, renameSync, rmSync, writeFileSync, existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, basename } from "node:path";
 import { parseArgs } from "node:util";
 import { InputError } from "../routing/config/errors.js";
@@ -13,12 +13,14 @@ import { readNamespacesFile } from "../routing/namespaces.js";
 import { renderGateways } from "../routing/render.js";
 import { buildRoutingTable, tableCounts } from "../routing/table.js";
 
-const USAGE = "usage: npm run render -- --stack <name> --out <dir> [--namespaces <file>]";
+const USAGE = "usage: npm run render -- --stack <name> --out <dir> [--namespaces <file>] [--project-dir <dir with Pulumi.<name>.yaml>]";
 
 function main(): number {
   let args;
   try {
-    args = parseArgs({ options: { stack: { type: "string" }, out: { type: "string" }, namespaces: { type: "string" }, help: { type: "boolean" } } }).values;
+    args = parseArgs({
+      options: { stack: { type: "string" }, out: { type: "string" }, namespaces: { type: "string" }, "project-dir": { type: "string" }, help: { type: "boolean" } },
+    }).values;
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;
@@ -31,7 +33,7 @@ function main(): number {
     console.error(`--stack and --out are required\n${USAGE}`);
     return 2;
   }
-  const root = resolve(__dirname, "..");
+  const root = resolve(args["project-dir"] ?? join(__dirname, ".."));
   const stackFile = join(root, `Pulumi.${args.stack}.yaml`);
   if (!existsSync(stackFile)) {
     console.error(`no stack file ${stackFile} (stacks: Pulumi.<name>.yaml in ${root})`);
@@ -55,8 +57,19 @@ function main(): number {
   }
 }
 
-/** Writes everything into a fresh sibling directory, then moves it into place: all or nothing. */
+/**
+ * Writes everything into a fresh sibling directory, then moves it into place:
+ * all or nothing. An existing `out` is replaced only if it is empty or holds
+ * nothing but an earlier render's gateway directories.
+ */
 function writeAtomically(out: string, dirs: { dir: string; files: Record<string, string> }[]): void {
+  if (existsSync(out)) {
+    const entries = readdirSync(out);
+    const ours = new Set(dirs.map((d) => d.dir));
+    if (!entries.every((e) => ours.has(e))) {
+      throw new InputError("render", [{ key: "--out", message: `${out} holds other files (${entries.filter((e) => !ours.has(e)).slice(0, 3).join(", ")}); give an empty or new directory`, value: out }]);
+    }
+  }
   mkdirSync(dirname(out), { recursive: true });
   const staging = mkdtempSync(join(dirname(out), `.${basename(out)}-`));
   try {

@@ -61,6 +61,11 @@ export function gatewayContext(config: StackConfig, gateway: GatewayName, option
   const paths = options.paths ?? POD_PATHS;
   const rateLimits = new Map<number, Json>();
   const up = config.upstream;
+  const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions: upstreamProtocolOptions(config, "verify") };
+  const dev =
+    config.devNamespaces.upstreamTls === "verify"
+      ? production
+      : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions: upstreamProtocolOptions(config, "encrypt-only") };
   const shared: SharedParts = {
     clusterType: "STRICT_DNS",
     connectTimeout: envoyDuration(up.connectTimeout),
@@ -73,14 +78,8 @@ export function gatewayContext(config: StackConfig, gateway: GatewayName, option
       base_ejection_time: envoyDuration(up.baseEjectionTime),
       max_ejection_percent: up.maxEjectionPercent,
     },
-    production: {
-      transportSocket: upstreamTransportSocket(paths, "verify"),
-      protocolOptions: upstreamProtocolOptions(config, "verify"),
-    },
-    dev: {
-      transportSocket: upstreamTransportSocket(paths, config.devNamespaces.upstreamTls),
-      protocolOptions: upstreamProtocolOptions(config, config.devNamespaces.upstreamTls),
-    },
+    production,
+    dev,
     extAuthzOff: { [FILTER.extAuthz]: ExtAuthzDisabled },
     routeTimeout: envoyDuration(up.routeTimeout),
     websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),

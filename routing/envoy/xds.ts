@@ -37,8 +37,8 @@ export function contentVersion(value: unknown): string {
 
 /** Shared objects smaller than this (as JSON) are written in place: an alias would not save much. */
 const MIN_ALIASED_OBJECT = 40;
-/** Strings at least this long, written more than once, are written once and aliased. */
-const MIN_ALIASED_STRING = 24;
+/** A repeated string is aliased when that saves at least this many bytes overall. */
+const MIN_STRING_SAVING = 16;
 /** Keys whose list elements each get a line of their own. */
 const LINE_PER_ELEMENT = new Set(["virtual_hosts", "routes"]);
 /** The key of the leading mapping that holds the anchors (Envoy ignores keys tagged !ignore). */
@@ -48,8 +48,8 @@ const ANCHORS_KEY = "!ignore anchors";
 export function toXdsYaml(doc: XdsDocument): string {
   const aliases = findAliases(doc.resources);
   const writer = new JsonWriter(aliases);
-  const definitions = [...aliases.order].map((value) => `  ${aliases.names.get(value)}: &${aliases.names.get(value)} ${writer.value(value, true, "  ")}`);
-  const resources = doc.resources.map((r) => `- ${writer.value(r, false, "  ")}`);
+  const definitions = [...aliases.order].map((value) => `  ${aliases.names.get(value)}: &${aliases.names.get(value)} ${writer.value(value, true, " ")}`);
+  const resources = doc.resources.map((r) => `- ${writer.value(r, false, "")}`);
   return [
     ...(definitions.length ? [`${ANCHORS_KEY}:`, ...definitions] : []),
     `version_info: ${JSON.stringify(doc.version_info)}`,
@@ -71,7 +71,7 @@ function findAliases(resources: Json[]): Aliases {
   const strings = new Map<string, number>();
   const count = (v: unknown): void => {
     if (typeof v === "string") {
-      if (v.length >= MIN_ALIASED_STRING) strings.set(v, (strings.get(v) ?? 0) + 1);
+      if (v.length >= 6) strings.set(v, (strings.get(v) ?? 0) + 1);
       return;
     }
     if (v === null || typeof v !== "object") return;
@@ -82,7 +82,8 @@ function findAliases(resources: Json[]): Aliases {
   resources.forEach(count);
   const shared = new Set<unknown>();
   for (const [obj, n] of refs) if (n > 1 && JSON.stringify(obj).length >= MIN_ALIASED_OBJECT) shared.add(obj);
-  for (const [s, n] of strings) if (n > 1) shared.add(s);
+  // Each use shrinks from the quoted string to `*sN`; the definition line costs about its length plus 12.
+  for (const [s, n] of strings) if (n * (JSON.stringify(s).length - 4) - (JSON.stringify(s).length + 12) >= MIN_STRING_SAVING) shared.add(s);
   const order = new Set<unknown>();
   const names = new Map<unknown, string>();
   let objects = 0;
@@ -119,7 +120,8 @@ class JsonWriter {
       for (const [k, x] of Object.entries(v)) {
         if (x === undefined) continue;
         if (LINE_PER_ELEMENT.has(k) && Array.isArray(x) && x.length > 0) {
-          const inner = `${indent}  `;
+          // Continuation lines of a flow collection only need to be indented past their block.
+          const inner = `${indent} `;
           parts.push(`${JSON.stringify(k)}:[\n${inner}${x.map((e) => this.value(e, false, inner)).join(`,\n${inner}`)}]`);
         } else parts.push(`${JSON.stringify(k)}:${this.value(x, false, indent)}`);
       }
