@@ -105,7 +105,11 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
+/** Keys whose values are secrets: their errors never show the value. */
+const SECRET_KEYS = new Set(["kubeconfig"]);
+
 function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>): Problem[] {
+  if (SECRET_KEYS.has(String(issue.path[0]))) return [{ key: configKey(issue.path), message: `${issue.message} (value not shown: it is a secret)` }];
   if (issue.code === "unrecognized_keys") {
     return issue.keys.map((k) => ({
       key: configKey([...issue.path, k]),

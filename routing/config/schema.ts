@@ -297,6 +297,7 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
     if (typeof name !== "string") return;
     const first = seen.get(name);
     if (first !== undefined) problems.push({ path: ["services", i, "name"], input: name, message: `duplicates services[${first}].name; service names must be unique` });
+    else if ((GATEWAYS as readonly string[]).includes(name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of a gateway's own Service; choose another name` });
     else seen.set(name, i);
   });
   if (typeof raw.domain === "string" && raw.domain === raw.internalDomain) {

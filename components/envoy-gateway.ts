@@ -1,0 +1,225 @@
+// EnvoyGateway: one Envoy gateway (gateway or internal-gateway) and
+// everything it needs in the cluster.
+import { createHash } from "node:crypto";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { GatewayName, GatewaySettings } from "../routing/config/schema.js";
+import { POD_PATHS, POD_PORTS } from "../routing/envoy/types.js";
+import { LABEL, MANAGED_BY } from "../routing/labels.js";
+import type { GatewayFiles } from "../routing/render.js";
+
+export interface EnvoyGatewayArgs {
+  /** Which gateway this is; also the name of its Kubernetes objects. */
+  gateway: GatewayName;
+  /** Namespace of the gateway's objects. */
+  namespace: string;
+  /** Envoy image, pinned to a version tag or digest. */
+  image: string;
+  /** Replicas, resources, Service and TLS secrets of this gateway (stack config). */
+  settings: GatewaySettings;
+  /** The validated files: bootstrap ConfigMap data, and the first xDS ConfigMap data (production routes). */
+  files: GatewayFiles;
+  /** Seconds Envoy drains connections before it stops (default 30). */
+  drainSeconds?: number;
+  /** Local clusters without a kubelet only: skip waiting for readiness (default false). */
+  skipAwait?: boolean;
+}
+
+/** Names of a gateway's Kubernetes objects. */
+export function gatewayObjectNames(gateway: string): { bootstrap: string; xds: string; serviceAccount: string; deployment: string; service: string } {
+  return { bootstrap: `${gateway}-bootstrap`, xds: `${gateway}-xds`, serviceAccount: gateway, deployment: gateway, service: gateway };
+}
+
+/**
+ * An Envoy gateway: ServiceAccount, bootstrap and xDS ConfigMaps, a hardened
+ * Deployment, PodDisruptionBudget, HorizontalPodAutoscaler and its Service.
+ */
+export class EnvoyGateway extends pulumi.ComponentResource {
+  /** The xDS ConfigMap Envoy watches (cds.yaml, rds.yaml); its data is later owned by the routes resource. */
+  readonly xdsConfigMap: k8s.core.v1.ConfigMap;
+  readonly deployment: k8s.apps.v1.Deployment;
+  readonly service: k8s.core.v1.Service;
+  /** The external address (load-balancer IP or hostname), once the cloud assigns one. */
+  readonly address: pulumi.Output<string | undefined>;
+
+  constructor(name: string, args: EnvoyGatewayArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("envoy-gateways:gateway:EnvoyGateway", name, {}, opts);
+    const child = { parent: this };
+    const names = gatewayObjectNames(args.gateway);
+    const labels = gatewayLabels(args.gateway);
+    const annotations = args.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
+    const meta = (objectName: string) => ({ name: objectName, namespace: args.namespace, labels, annotations });
+
+    const serviceAccount = new k8s.core.v1.ServiceAccount(name, { metadata: meta(names.serviceAccount), automountServiceAccountToken: false }, child);
+    const bootstrap = new k8s.core.v1.ConfigMap(`${name}-bootstrap`, { metadata: meta(names.bootstrap), data: args.files.bootstrap }, child);
+    this.xdsConfigMap = new k8s.core.v1.ConfigMap(`${name}-xds`, { metadata: meta(names.xds), data: args.files.xds }, { ...child, ignoreChanges: ["data"] });
+    this.deployment = new k8s.apps.v1.Deployment(
+      name,
+      { metadata: meta(names.deployment), spec: deploymentSpec(args, names, serviceAccount, bootstrap, this.xdsConfigMap) },
+      // The HPA owns the replica count once the Deployment exists.
+      { ...child, ignoreChanges: ["spec.replicas"] },
+    );
+    new k8s.policy.v1.PodDisruptionBudget(name, { metadata: meta(names.deployment), spec: { maxUnavailable: 1, selector: { matchLabels: podLabels(args.gateway) } } }, child);
+    new k8s.autoscaling.v2.HorizontalPodAutoscaler(name, { metadata: meta(names.deployment), spec: autoscalerSpec(args, names.deployment) }, child);
+    this.service = new k8s.core.v1.Service(name, { metadata: { ...meta(names.service), annotations: { ...args.settings.service.annotations, ...annotations } }, spec: serviceSpec(args) }, { ...child, deleteBeforeReplace: true });
+    this.address = this.service.status.apply((s) => s?.loadBalancer?.ingress?.[0]?.ip ?? s?.loadBalancer?.ingress?.[0]?.hostname);
+    this.registerOutputs({ xdsConfigMap: this.xdsConfigMap.metadata.name, service: this.service.metadata.name, address: this.address });
+  }
+}
+
+export function gatewayLabels(gateway: string): Record<string, string> {
+  return { [LABEL.app]: gateway, [LABEL.component]: "gateway", [LABEL.managedBy]: MANAGED_BY };
+}
+
+function podLabels(gateway: string): Record<string, string> {
+  return { [LABEL.app]: gateway, [LABEL.component]: "gateway" };
+}
+
+/** Checksum of the bootstrap: part of the pod template, so a bootstrap change rolls the pods; xDS changes do not. */
+export function bootstrapChecksum(files: GatewayFiles): string {
+  const hash = createHash("sha256");
+  for (const key of Object.keys(files.bootstrap).sort()) hash.update(key).update("\0").update(files.bootstrap[key]!).update("\0");
+  return hash.digest("hex");
+}
+
+/**
+ * POSTs to Envoy's admin interface (127.0.0.1 only) from the preStop hook:
+ * fail health checks, drain listeners gracefully (HTTP/1 Connection: close,
+ * HTTP/2 GOAWAY), then wait out the drain before Kubernetes sends SIGTERM.
+ * The Envoy image has bash (whose /dev/tcp makes the request) but no curl.
+ */
+export function drainCommand(adminPort: number, seconds: number): string[] {
+  const post = (path: string) =>
+    `exec 3<>/dev/tcp/127.0.0.1/${adminPort} && printf 'POST ${path} HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3 >/dev/null; exec 3>&-`;
+  return ["/bin/bash", "-c", `${post("/healthcheck/fail")}; ${post("/drain_listeners?graceful")}; sleep ${seconds}`];
+}
+
+function deploymentSpec(
+  args: EnvoyGatewayArgs,
+  names: ReturnType<typeof gatewayObjectNames>,
+  serviceAccount: k8s.core.v1.ServiceAccount,
+  bootstrap: k8s.core.v1.ConfigMap,
+  xds: k8s.core.v1.ConfigMap,
+): k8s.types.input.apps.v1.DeploymentSpec {
+  const s = args.settings;
+  const drain = args.drainSeconds ?? 30;
+  const ports = POD_PORTS;
+  const workers = Math.max(1, Math.ceil(cpuCores(s.resources.limits.cpu)));
+  return {
+    replicas: s.replicas,
+    selector: { matchLabels: podLabels(args.gateway) },
+    strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+    minReadySeconds: 5,
+    template: {
+      metadata: {
+        labels: podLabels(args.gateway),
+        annotations: {
+          "envoy-gateways.io/bootstrap-checksum": bootstrapChecksum(args.files),
+          "prometheus.io/scrape": "true",
+          "prometheus.io/port": String(ports.metrics),
+          "prometheus.io/path": "/stats/prometheus",
+        },
+      },
+      spec: {
+        serviceAccountName: serviceAccount.metadata.name,
+        automountServiceAccountToken: false,
+        terminationGracePeriodSeconds: drain + 15,
+        securityContext: { runAsNonRoot: true, runAsUser: 101, runAsGroup: 101, fsGroup: 101, seccompProfile: { type: "RuntimeDefault" } },
+        affinity: {
+          podAntiAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: podLabels(args.gateway) } } },
+            ],
+          },
+        },
+        topologySpreadConstraints: [
+          { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: podLabels(args.gateway) } },
+        ],
+        containers: [
+          {
+            name: "envoy",
+            image: args.image,
+            command: ["/usr/local/bin/envoy"],
+            args: [
+              "--config-path", `${POD_PATHS.bootstrapDir}/envoy.yaml`,
+              "--service-node", "$(POD_NAME)",
+              "--concurrency", String(workers),
+              "--reject-unknown-dynamic-fields",
+              "--disable-hot-restart",
+              "--drain-time-s", String(drain),
+              "--drain-strategy", "immediate",
+              "--log-level", "info",
+            ],
+            env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+            ports: [
+              { name: "http", containerPort: ports.http },
+              { name: "https", containerPort: ports.https },
+              { name: "health", containerPort: ports.health },
+              { name: "metrics", containerPort: ports.metrics },
+            ],
+            resources: { requests: { ...s.resources.requests }, limits: { ...s.resources.limits } },
+            readinessProbe: { httpGet: { path: "/ready", port: "health" }, periodSeconds: 5, failureThreshold: 2 },
+            livenessProbe: { tcpSocket: { port: "health" }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 },
+            startupProbe: { httpGet: { path: "/ready", port: "health" }, periodSeconds: 2, failureThreshold: 60 },
+            lifecycle: { preStop: { exec: { command: drainCommand(ports.admin, drain) } } },
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 101,
+              allowPrivilegeEscalation: false,
+              readOnlyRootFilesystem: true,
+              privileged: false,
+              capabilities: { drop: ["ALL"] },
+              seccompProfile: { type: "RuntimeDefault" },
+            },
+            volumeMounts: [
+              { name: "bootstrap", mountPath: POD_PATHS.bootstrapDir, readOnly: true },
+              { name: "xds", mountPath: POD_PATHS.xdsDir, readOnly: true },
+              { name: "server-tls", mountPath: POD_PATHS.serverTlsDir, readOnly: true },
+              { name: "upstream-tls", mountPath: POD_PATHS.upstreamTlsDir, readOnly: true },
+              { name: "tmp", mountPath: "/tmp" },
+            ],
+          },
+        ],
+        volumes: [
+          { name: "bootstrap", configMap: { name: bootstrap.metadata.name } },
+          { name: "xds", configMap: { name: xds.metadata.name } },
+          { name: "server-tls", secret: { secretName: s.tls.serverSecret } },
+          { name: "upstream-tls", secret: { secretName: s.tls.upstreamSecret } },
+          { name: "tmp", emptyDir: { medium: "Memory", sizeLimit: "16Mi" } },
+        ],
+      },
+    },
+  };
+}
+
+function autoscalerSpec(args: EnvoyGatewayArgs, deployment: string): k8s.types.input.autoscaling.v2.HorizontalPodAutoscalerSpec {
+  const s = args.settings;
+  return {
+    scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: deployment },
+    minReplicas: s.replicas,
+    maxReplicas: s.maxReplicas ?? s.replicas * 3,
+    metrics: [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: s.targetCpuUtilization } } }],
+    // Scale down slowly: drained pods take their connections with them.
+    behavior: { scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: "Pods", value: 1, periodSeconds: 60 }] } },
+  };
+}
+
+/** 80 and 443 to the unprivileged container ports; client addresses preserved for external load balancers. */
+function serviceSpec(args: EnvoyGatewayArgs): k8s.types.input.core.v1.ServiceSpec {
+  const svc = args.settings.service;
+  const spec: k8s.types.input.core.v1.ServiceSpec = {
+    type: svc.type,
+    selector: podLabels(args.gateway),
+    ports: [
+      { name: "http", port: 80, targetPort: "http", protocol: "TCP" },
+      { name: "https", port: 443, targetPort: "https", protocol: "TCP" },
+    ],
+  };
+  if (svc.type !== "ClusterIP") spec.externalTrafficPolicy = "Local";
+  if (svc.loadBalancerIP) spec.loadBalancerIP = svc.loadBalancerIP;
+  return spec;
+}
+
+function cpuCores(q: string): number {
+  return q.endsWith("m") ? Number(q.slice(0, -1)) / 1000 : Number(q);
+}

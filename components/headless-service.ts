@@ -1,0 +1,89 @@
+// HeadlessService: a routed service's headless Service on 443 (DNS returns
+// every ready pod IP, so Envoy balances across the pods itself), carrying the
+// routing labels; with an image, also its Deployment and PodDisruptionBudget.
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { LABEL, MANAGED_BY, routingLabels } from "../routing/labels.js";
+import { UPSTREAM_PORT } from "../routing/names.js";
+
+export interface HeadlessServiceArgs {
+  /** Kubernetes Service name (also the logical service name unless `logicalName` is set). */
+  serviceName: string;
+  /** Namespace of the Service (and Deployment). */
+  namespace: string;
+  /** Pod replicas; recorded in a label, and the Deployment's count when `image` is set. */
+  replicas: number;
+  /** Logical service name for the routing labels (default: serviceName). */
+  logicalName?: string;
+  /** Version (stack) label, for one of several versions (default: none). */
+  version?: string;
+  /** Share of the logical service's traffic, whole percent (default 100). */
+  weight?: number;
+  /** Long-lived websocket traffic (default false). */
+  websocket?: boolean;
+  /** Container image; when set, the Deployment and PodDisruptionBudget are declared too (default: none). */
+  image?: string;
+  /** Local clusters without a kubelet only: skip waiting for readiness (default false). */
+  skipAwait?: boolean;
+}
+
+export class HeadlessService extends pulumi.ComponentResource {
+  readonly service: k8s.core.v1.Service;
+  readonly deployment?: k8s.apps.v1.Deployment;
+
+  constructor(name: string, args: HeadlessServiceArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("envoy-gateways:service:HeadlessService", name, {}, opts);
+    const child = { parent: this };
+    const selector = { [LABEL.app]: args.serviceName };
+    const annotations = args.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
+    const labels = {
+      [LABEL.managedBy]: MANAGED_BY,
+      [LABEL.component]: "routed-service",
+      ...routingLabels({ service: args.logicalName ?? args.serviceName, version: args.version, weight: args.weight ?? 100, replicas: args.replicas, websocket: args.websocket ?? false }),
+    };
+    this.service = new k8s.core.v1.Service(
+      name,
+      {
+        metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations },
+        spec: {
+          clusterIP: "None",
+          selector,
+          // Only ready pods get DNS records, so Envoy only ever sees ready pods.
+          publishNotReadyAddresses: false,
+          ports: [{ name: "https", port: UPSTREAM_PORT, targetPort: UPSTREAM_PORT, protocol: "TCP" }],
+        },
+      },
+      { ...child, deleteBeforeReplace: true },
+    );
+    if (args.image) {
+      this.deployment = new k8s.apps.v1.Deployment(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations }, spec: workloadSpec(args, selector) }, child);
+      if (args.replicas > 1) {
+        new k8s.policy.v1.PodDisruptionBudget(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels }, spec: { maxUnavailable: 1, selector: { matchLabels: selector } } }, child);
+      }
+    }
+    this.registerOutputs({ service: this.service.metadata.name });
+  }
+}
+
+function workloadSpec(args: HeadlessServiceArgs, selector: Record<string, string>): k8s.types.input.apps.v1.DeploymentSpec {
+  return {
+    replicas: args.replicas,
+    selector: { matchLabels: selector },
+    strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+    template: {
+      metadata: { labels: selector },
+      spec: {
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+        containers: [
+          {
+            name: args.serviceName,
+            image: args.image!,
+            ports: [{ name: "https", containerPort: UPSTREAM_PORT }],
+            readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
+            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
+          },
+        ],
+      },
+    },
+  };
+}

@@ -1,0 +1,44 @@
+// The routing facts a Service carries as labels (as Lighthouse did on
+// Kubernetes): one Service per stack (version) of a logical service. The
+// components write them; discovery reads them back.
+
+const PREFIX = "envoy-gateways.io";
+
+export const LABEL = {
+  /** Logical service name: the route path segment (dev) or host label (production). */
+  service: `${PREFIX}/service`,
+  /** The stack (version) this Service selects, when a service runs several. */
+  version: `${PREFIX}/version`,
+  /** Name of the Service port the gateways use. */
+  portName: `${PREFIX}/port-name`,
+  /** Number of that port (always 443: TLS straight to the pods). */
+  port: `${PREFIX}/port`,
+  /** Application protocol: http, or websocket (long-lived streams). */
+  protocol: `${PREFIX}/protocol`,
+  /** Whole percent of the logical service's traffic this stack gets. */
+  weight: `${PREFIX}/weight`,
+  /** Pod replicas behind the Service (for reviewers and the policy pack). */
+  replicas: `${PREFIX}/replicas`,
+  /** Marks objects this program manages. */
+  managedBy: "app.kubernetes.io/managed-by",
+  /** The component an object belongs to. */
+  component: "app.kubernetes.io/component",
+  /** The app (pods) a Service selects. */
+  app: "app.kubernetes.io/name",
+} as const;
+
+export const MANAGED_BY = "envoy-gateways";
+
+/** Labels of a routed Service for one stack of a logical service. */
+export function routingLabels(args: { service: string; version?: string; weight: number; replicas: number; websocket: boolean }): Record<string, string> {
+  const labels: Record<string, string> = {
+    [LABEL.service]: args.service,
+    [LABEL.portName]: "https",
+    [LABEL.port]: "443",
+    [LABEL.protocol]: args.websocket ? "websocket" : "http",
+    [LABEL.weight]: String(args.weight),
+    [LABEL.replicas]: String(args.replicas),
+  };
+  if (args.version) labels[LABEL.version] = args.version;
+  return labels;
+}

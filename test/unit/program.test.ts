@@ -1,0 +1,217 @@
+// The Pulumi program under mocks: what it declares for each stack.
+import * as pulumi from "@pulumi/pulumi";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { StackConfig } from "../../routing/config/schema.js";
+import { parseStackConfig } from "../../routing/config/load.js";
+import { renderGateways } from "../../routing/render.js";
+import { buildRoutingTable } from "../../routing/table.js";
+import { rawStack, withValue } from "./fixtures.js";
+
+interface Declared {
+  type: string;
+  name: string;
+  inputs: Record<string, any>;
+}
+let declared: Declared[] = [];
+
+beforeAll(async () => {
+  await pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        declared.push({ type: args.type, name: args.name, inputs: args.inputs });
+        const state = { ...args.inputs };
+        if (args.type === "kubernetes:core/v1:Service" && args.inputs.spec?.type === "LoadBalancer") {
+          state.status = { loadBalancer: { ingress: [{ ip: args.inputs.spec.loadBalancerIP ?? "203.0.113.7" }] } };
+        }
+        return { id: `${args.name}-id`, state };
+      },
+      call: (args) => args.inputs,
+    },
+    "envoy-gateways",
+    "test",
+    false,
+  );
+});
+
+// The mocks' pending registrations; waitForRPCs is how the SDK itself waits for them.
+const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
+
+async function run(raw: Record<string, unknown>) {
+  declared = [];
+  const all: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+  pulumi.runtime.setAllConfig(all, raw.kubeconfig ? ["envoy-gateways:kubeconfig"] : []);
+  const { declareStack, loadStackConfig } = await import("../../components/stack.js");
+  const outputs = declareStack(loadStackConfig());
+  await settings.waitForRPCs();
+  return { outputs, resources: declared };
+}
+
+const of = (rs: Declared[], type: string) => rs.filter((r) => r.type === `kubernetes:${type}`);
+const named = (rs: Declared[], type: string, name: string) => of(rs, type).find((r) => r.inputs.metadata?.name === name)!;
+const promise = <T>(o: pulumi.Output<T>) => new Promise<T>((resolve) => o.apply(resolve));
+
+describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
+  let resources: Declared[];
+  let config: StackConfig;
+  beforeAll(async () => {
+    config = parseStackConfig(rawStack(stack));
+    resources = (await run(rawStack(stack))).resources;
+  });
+
+  it("declares a headless Service on 443 with the routing labels for every routed service, and no other kind", () => {
+    const routed = of(resources, "core/v1:Service").filter((s) => s.inputs.metadata.labels["app.kubernetes.io/component"] === "routed-service");
+    expect(routed.map((s) => s.inputs.metadata.name).sort()).toEqual(config.services.map((s) => s.name).sort());
+    for (const s of routed) {
+      expect(s.inputs.spec.clusterIP).toBe("None");
+      expect(s.inputs.spec.ports).toEqual([{ name: "https", port: 443, targetPort: 443, protocol: "TCP" }]);
+      const spec = config.services.find((c) => c.name === s.inputs.metadata.name)!;
+      expect(s.inputs.metadata.labels).toMatchObject({
+        "envoy-gateways.io/service": spec.name,
+        "envoy-gateways.io/port": "443",
+        "envoy-gateways.io/port-name": "https",
+        "envoy-gateways.io/weight": "100",
+        "envoy-gateways.io/replicas": String(spec.replicas),
+        "envoy-gateways.io/protocol": spec.websocket ? "websocket" : "http",
+      });
+    }
+  });
+
+  it("runs each gateway's Envoy hardened: non-root, read-only root, no escalation, no capabilities, seccomp, resources, probes", () => {
+    for (const gateway of ["gateway", "internal-gateway"] as const) {
+      const d = named(resources, "apps/v1:Deployment", gateway);
+      const pod = d.inputs.spec.template.spec;
+      const c = pod.containers[0];
+      expect(c.image).toBe(config.envoyImage);
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+      expect(c.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ["ALL"] },
+        seccompProfile: { type: "RuntimeDefault" },
+      });
+      expect(c.resources).toEqual(config.gateways[gateway].resources);
+      expect(c.readinessProbe.httpGet).toEqual({ path: "/ready", port: "health" });
+      expect(c.livenessProbe.tcpSocket).toEqual({ port: "health" });
+      expect(c.ports.map((p: any) => p.containerPort)).toEqual([8080, 8443, 8081, 9102]);
+      expect(c.ports.every((p: any) => p.containerPort > 1024)).toBe(true);
+      expect(c.lifecycle.preStop.exec.command.join(" ")).toContain("drain_listeners?graceful");
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(config.edge.drainSeconds);
+      expect(d.inputs.spec.strategy.rollingUpdate).toEqual({ maxUnavailable: 0, maxSurge: 1 });
+      expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe("kubernetes.io/hostname");
+      expect(d.inputs.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9102", "prometheus.io/path": "/stats/prometheus" });
+    }
+  });
+
+  it("gives each gateway a PodDisruptionBudget and an autoscaler from its replicas", () => {
+    for (const gateway of ["gateway", "internal-gateway"] as const) {
+      expect(named(resources, "policy/v1:PodDisruptionBudget", gateway).inputs.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": gateway, "app.kubernetes.io/component": "gateway" } } });
+      const hpa = named(resources, "autoscaling/v2:HorizontalPodAutoscaler", gateway).inputs.spec;
+      expect(hpa.minReplicas).toBe(config.gateways[gateway].replicas);
+      expect(hpa.maxReplicas).toBe(config.gateways[gateway].maxReplicas ?? config.gateways[gateway].replicas * 3);
+      expect(hpa.scaleTargetRef).toEqual({ apiVersion: "apps/v1", kind: "Deployment", name: gateway });
+    }
+  });
+
+  it("fills the xDS ConfigMap with exactly the validated documents the routing core renders, and the bootstrap likewise", () => {
+    const files = renderGateways(config, buildRoutingTable(config));
+    for (const f of files) {
+      expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-xds`).inputs.data).toEqual(f.xds);
+      expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-bootstrap`).inputs.data).toEqual(f.bootstrap);
+    }
+  });
+
+  it("exposes the gateway on 80 and 443 through its Service", () => {
+    const s = named(resources, "core/v1:Service", "gateway").inputs.spec;
+    expect(s.ports).toEqual([
+      { name: "http", port: 80, targetPort: "http", protocol: "TCP" },
+      { name: "https", port: 443, targetPort: "https", protocol: "TCP" },
+    ]);
+    expect(s.type).toBe(config.gateways.gateway.service.type);
+    if (s.type === "LoadBalancer") expect(s.externalTrafficPolicy).toBe("Local");
+  });
+
+  it("never adds the skip-await annotation (meant only for a cluster without a kubelet)", () => {
+    expect(resources.some((r) => r.inputs.metadata?.annotations?.["pulumi.com/skipAwait"])).toBe(false);
+  });
+});
+
+describe("the prod stack's Services", () => {
+  it("use a static IP on the external gateway and the internal load-balancer annotation on the internal one", async () => {
+    const { resources, outputs } = await run(rawStack("prod"));
+    expect(named(resources, "core/v1:Service", "gateway").inputs.spec.loadBalancerIP).toBe("35.188.91.25");
+    expect(named(resources, "core/v1:Service", "internal-gateway").inputs.metadata.annotations).toEqual({ "networking.gke.io/load-balancer-type": "Internal" });
+    expect(await promise(outputs.gateways.gateway.address)).toBe("35.188.91.25");
+    expect(outputs.routes.gateway).toContain("https://batch.hail.is/ -> batch.default.svc.cluster.local:443 (default_batch)");
+    expect(outputs.routes.gateway).toContain("https://hail.is/ -> www.default.svc.cluster.local:443 (default_www)");
+    expect(outputs.routes["internal-gateway"]).toContain("https://batch.hail/ -> batch.default.svc.cluster.local:443 (default_batch)");
+  });
+});
+
+describe("rolling", () => {
+  const checksum = (rs: Declared[]) => named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.metadata.annotations["envoy-gateways.io/bootstrap-checksum"];
+
+  it("rolls the pods when the bootstrap changes", async () => {
+    const before = checksum((await run(rawStack("dev"))).resources);
+    const after = checksum((await run(withValue(rawStack("dev"), "edge", { idleTimeout: "30m" }))).resources);
+    expect(after).not.toBe(before);
+  });
+
+  it("does not roll the pods when only routes change (Envoy reloads the xDS files live)", async () => {
+    const first = await run(rawStack("dev"));
+    const more = withValue(rawStack("dev"), "services", [...(rawStack("dev").services as object[]), { name: "grafana", replicas: 2 }]);
+    const second = await run(more);
+    expect(checksum(second.resources)).toBe(checksum(first.resources));
+    expect(named(second.resources, "core/v1:ConfigMap", "gateway-xds").inputs.data).not.toEqual(named(first.resources, "core/v1:ConfigMap", "gateway-xds").inputs.data);
+  });
+});
+
+describe("stack options", () => {
+  it("adds the skip-await annotation everywhere when skipAwait is set (local cluster only)", async () => {
+    const { resources } = await run(withValue(rawStack("dev"), "skipAwait", true));
+    for (const r of [...of(resources, "apps/v1:Deployment"), ...of(resources, "core/v1:Service")]) {
+      expect(r.inputs.metadata.annotations["pulumi.com/skipAwait"]).toBe("true");
+    }
+  });
+
+  it("renders manifests to a directory instead of applying them when renderYamlToDirectory is set", async () => {
+    const { resources } = await run(withValue(rawStack("dev"), "renderYamlToDirectory", "out/manifests"));
+    expect(resources.find((r) => r.type === "pulumi:providers:kubernetes")!.inputs.renderYamlToDirectory).toBe("out/manifests");
+  });
+
+  it("passes the stack's kubeconfig to the provider as a secret", async () => {
+    const { resources } = await run(withValue(rawStack("dev"), "kubeconfig", "apiVersion: v1\nkind: Config\n"));
+    const provider = resources.find((r) => r.type === "pulumi:providers:kubernetes")!;
+    // A secret reaches the engine wrapped with the secret signature: it is stored encrypted.
+    expect(provider.inputs.kubeconfig).toEqual({ [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig, value: "apiVersion: v1\nkind: Config\n" });
+  });
+});
+
+describe("bad stack config", () => {
+  it("fails the program with every error and declares nothing", async () => {
+    let raw = withValue(rawStack("dev"), "envoyImage", "envoyproxy/envoy:latest");
+    raw = withValue(raw, "gateways.gateway.replicas", 0);
+    let error: unknown;
+    try {
+      await run(raw);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(pulumi.RunError);
+    expect((error as Error).message).toMatch(/stack test config: 2 problems/);
+    expect((error as Error).message).toMatch(/envoy-gateways:envoyImage: .*never latest/);
+    expect((error as Error).message).toMatch(/envoy-gateways:gateways\.gateway\.replicas: .*\(got 0\)/);
+    expect(declared).toEqual([]);
+  });
+
+  it("never prints a bad kubeconfig's value", async () => {
+    let error: unknown;
+    try {
+      await run(withValue(rawStack("dev"), "kubeconfig", ""));
+    } catch (e) {
+      error = e;
+    }
+    expect((error as Error).message).toMatch(/envoy-gateways:kubeconfig: .*value not shown: it is a secret/);
+  });
+});
