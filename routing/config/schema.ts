@@ -61,10 +61,14 @@ const labelSelector = z
  * An Envoy image pinned to a version tag or a digest: `envoyproxy/envoy:v1.40.0`
  * or `...@sha256:<64 hex>`. `latest`, a missing tag or a non-version tag is refused.
  */
-export const PINNED_IMAGE = /^[a-z0-9]+([._\/:-][a-z0-9]+)*?(:v?\d+\.\d+\.\d+([-.][0-9A-Za-z.-]+)?)?(@sha256:[a-f0-9]{64})?$/;
+const PINNED_IMAGE = /^[a-z0-9]+([._\/:-][a-z0-9]+)*?(:v?\d+\.\d+\.\d+([-.][0-9A-Za-z.-]+)?)?(@sha256:[a-f0-9]{64})?$/;
+/** True when an image reference names a version tag (v1.40.0, 1.40.0-rc1) or a sha256 digest; never latest or untagged. */
+export function isPinnedImage(image: string): boolean {
+  return PINNED_IMAGE.test(image) && (/:v?\d+\.\d+\.\d+[^/]*$/.test(image.split("@")[0]!) || /@sha256:[a-f0-9]{64}$/.test(image));
+}
 const envoyImage = z
   .string({ error: "must be an image reference pinned to a version tag or digest, such as envoyproxy/envoy:v1.40.0" })
-  .refine((s) => PINNED_IMAGE.test(s) && (/:v?\d+\.\d+\.\d+[^/]*$/.test(s.split("@")[0]!) || /@sha256:[a-f0-9]{64}$/.test(s)), {
+  .refine(isPinnedImage, {
     error: "must be pinned to a version tag or a digest (envoyproxy/envoy:v1.40.0 or ...@sha256:<64 hex>), never latest or untagged",
   });
 

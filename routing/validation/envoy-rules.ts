@@ -10,26 +10,28 @@ export interface EnvoyViolation {
   message: string;
 }
 
-/** What the rules see of one gateway's documents. */
+/** What the rules see of one gateway's documents (without a bootstrap: the xDS files alone). */
 export interface GatewayView {
-  bootstrap: Json;
+  bootstrap?: Json;
   clusters: Json[];
   routeConfigs: Json[];
 }
 
 export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
   const out: EnvoyViolation[] = [];
-  const staticClusters = arr((view.bootstrap.static_resources as Json | undefined)?.clusters);
+  const bootstrap = view.bootstrap;
+  const staticClusters = arr((bootstrap?.static_resources as Json | undefined)?.clusters);
   const clusterNames = uniqueClusterNames(staticClusters, view.clusters, out);
-  nodeIdentity(view.bootstrap, out);
-  for (const listener of arr((view.bootstrap.static_resources as Json | undefined)?.listeners)) {
-    checkListener(listener, clusterNames, out);
+  if (bootstrap) {
+    nodeIdentity(bootstrap, out);
+    const listeners = arr((bootstrap.static_resources as Json | undefined)?.listeners);
+    for (const listener of listeners) checkListener(listener, clusterNames, out);
+    uniqueListeners(listeners, out);
+    watchedPaths(bootstrap, out);
   }
-  uniqueListeners(arr((view.bootstrap.static_resources as Json | undefined)?.listeners), out);
-  watchedPaths(view.bootstrap, out);
   for (const rc of view.routeConfigs) checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
   for (const c of [...staticClusters, ...view.clusters]) clusterEndpoints(c, out);
-  everyRegexCompiles({ bootstrap: view.bootstrap, clusters: view.clusters, routeConfigs: view.routeConfigs }, out);
+  everyRegexCompiles(view, out);
   everyRateLimitInterval(view, out);
   return out;
 }
@@ -173,7 +175,7 @@ function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
 }
 
 /** Every regular expression compiles as RE2 (Envoy's regex engine). */
-function everyRegexCompiles(docs: { bootstrap: Json; clusters: Json[]; routeConfigs: Json[] }, out: EnvoyViolation[]): void {
+function everyRegexCompiles(docs: GatewayView, out: EnvoyViolation[]): void {
   const check = (root: unknown, where: string) =>
     walk(root, "", (node, path) => {
       if (typeof node.regex !== "string") return;
@@ -183,7 +185,7 @@ function everyRegexCompiles(docs: { bootstrap: Json; clusters: Json[]; routeConf
         out.push({ where, path: `${path}.regex`, message: `${q(node.regex)} is not an RE2 regular expression: ${(e as Error).message}` });
       }
     });
-  check(docs.bootstrap, "envoy.yaml");
+  if (docs.bootstrap) check(docs.bootstrap, "envoy.yaml");
   docs.clusters.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
   docs.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
 }
@@ -198,7 +200,7 @@ function everyRateLimitInterval(view: GatewayView, out: EnvoyViolation[]): void 
         out.push({ where, path: `${path}.token_bucket.fill_interval`, message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows` });
       }
     });
-  check(view.bootstrap, "envoy.yaml");
+  if (view.bootstrap) check(view.bootstrap, "envoy.yaml");
   view.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
 }
 

@@ -8,6 +8,7 @@ import { decode, SharedDecoder, typeNameOf } from "./decode.js";
 import { envoyApi } from "./descriptors.js";
 import { envoyRuleViolations } from "./envoy-rules.js";
 import { checkRules } from "./rules.js";
+import { parseEnvoyYaml } from "../envoy/xds.js";
 
 const BOOTSTRAP = "envoy.config.bootstrap.v3.Bootstrap";
 const DISCOVERY_RESPONSE = "envoy.service.discovery.v3.DiscoveryResponse";
@@ -26,6 +27,42 @@ export function validateGateway(docs: GatewayDocuments): Problem[] {
   checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
   for (const v of envoyRuleViolations({ bootstrap: docs.bootstrap, clusters: docs.cds.resources, routeConfigs: docs.rds.resources })) {
     problems.push({ key: `${docs.gateway}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
+  }
+  return problems;
+}
+
+/**
+ * Every problem in an xDS ConfigMap's data (cds.yaml, rds.yaml as written in
+ * the cluster): each file read as Envoy reads it, then checked as above,
+ * minus what needs the bootstrap. `where` names the ConfigMap.
+ */
+export function validateXdsData(data: Record<string, string>, where: string): Problem[] {
+  const problems: Problem[] = [];
+  const docs: Record<string, Json> = {};
+  for (const file of ["cds.yaml", "rds.yaml"]) {
+    const text = data[file];
+    if (text === undefined) {
+      problems.push({ key: `${where}/${file}`, message: "is missing" });
+      continue;
+    }
+    try {
+      const doc = parseEnvoyYaml(text);
+      if (doc === null || typeof doc !== "object" || Array.isArray(doc)) throw new Error("not a mapping");
+      docs[file] = doc as Json;
+    } catch (e) {
+      problems.push({ key: `${where}/${file}`, message: `cannot be read as Envoy reads it: ${(e as Error).message}` });
+    }
+  }
+  const cds = docs["cds.yaml"];
+  const rds = docs["rds.yaml"];
+  const resources = (d: Json | undefined) => (Array.isArray(d?.resources) ? (d.resources as Json[]) : []);
+  const decoder = new SharedDecoder([...resources(cds), ...resources(rds)]);
+  if (cds) checkXdsFile(cds, CLUSTER, `${where}/cds.yaml`, problems, decoder);
+  if (rds) checkXdsFile(rds, ROUTE_CONFIGURATION, `${where}/rds.yaml`, problems, decoder);
+  if (cds && rds) {
+    for (const v of envoyRuleViolations({ clusters: resources(cds), routeConfigs: resources(rds) })) {
+      problems.push({ key: `${where}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
+    }
   }
   return problems;
 }
