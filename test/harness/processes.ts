@@ -1,0 +1,135 @@
+// Child processes of the harness (Envoy, dnsmasq, nginx, load generators):
+// each in its own process group, output to a log file, stopped by group
+// (SIGTERM, then SIGKILL after a bounded wait). Every group still running
+// when this Node process exits is killed, so a failed test leaves nothing behind.
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+
+export interface ManagedProcess {
+  name: string;
+  pid: number;
+  child: ChildProcess;
+  /** Combined stdout and stderr so far (from the log file). */
+  log(): string;
+  logPath: string;
+  /** True once the process has exited. */
+  exited(): boolean;
+  exitCode(): number | null;
+  /** Resolves when the process exits. */
+  exit: Promise<void>;
+  /** Stops the whole process group: SIGTERM, SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  /** Sends a signal to the process itself (not its group). */
+  signal(sig: NodeJS.Signals): void;
+}
+
+const running = new Set<ManagedProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const p of running) {
+      try {
+        process.kill(-p.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts `command` in a new process group with stdout and stderr appended to
+ * `logPath` (stdin closed).
+ */
+export function startProcess(name: string, command: string, args: string[], logPath: string, env?: NodeJS.ProcessEnv): ManagedProcess {
+  installExitHook();
+  const fd = openSync(logPath, "a");
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, { detached: true, stdio: ["ignore", fd, fd], env: env ?? process.env });
+  } finally {
+    closeSync(fd);
+  }
+  if (child.pid === undefined) throw new Error(`${name}: could not start ${command}`);
+  let done = false;
+  let code: number | null = null;
+  const exit = new Promise<void>((resolve) => {
+    child.on("exit", (c, sig) => {
+      done = true;
+      code = c ?? (sig ? 128 : null);
+      running.delete(managed);
+      resolve();
+    });
+    child.on("error", () => {
+      done = true;
+      running.delete(managed);
+      resolve();
+    });
+  });
+  const managed: ManagedProcess = {
+    name,
+    pid: child.pid,
+    child,
+    logPath,
+    log: () => (existsSync(logPath) ? readFileSync(logPath, "utf8") : ""),
+    exited: () => done,
+    exitCode: () => code,
+    exit,
+    signal: (sig) => {
+      if (!done) child.kill(sig);
+    },
+    async stop(graceMs = 5_000) {
+      if (!done) {
+        try {
+          process.kill(-child.pid!, "SIGTERM");
+        } catch {
+          // group gone
+        }
+        const stopped = await Promise.race([exit.then(() => true), sleep(graceMs).then(() => false)]);
+        if (!stopped) {
+          try {
+            process.kill(-child.pid!, "SIGKILL");
+          } catch {
+            // group gone
+          }
+          await Promise.race([exit, sleep(5_000)]);
+        }
+      }
+      // Children left in the group (nginx workers) die with it.
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // nothing left
+      }
+      running.delete(managed);
+    },
+  };
+  running.add(managed);
+  return managed;
+}
+
+/**
+ * Polls `check` every `intervalMs` until it returns a value other than
+ * undefined/false, or throws after `timeoutMs` with `what` and the last error.
+ */
+export async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false> | T | undefined | false, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (e) {
+      lastError = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+    }
+    await sleep(intervalMs);
+  }
+}
