@@ -1,6 +1,6 @@
 // The real Envoy binary, started with a rendered bootstrap and watched
 // through its admin interface (127.0.0.1 only).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { componentPaths } from "../support/components.js";
 import { startProcess, waitFor, type ManagedProcess } from "./processes.js";
@@ -19,7 +19,7 @@ export interface EnvoyOptions {
   adminUrl: string;
   /** Worker threads (default 2). */
   concurrency?: number;
-  /** Directory for envoy.log (Envoy's own log) and access.log (stdout: the JSON access log). */
+  /** Directory for envoy.log (Envoy's own log and the JSON access log). */
   logDir: string;
   logLevel?: string;
 }
@@ -46,9 +46,10 @@ export class EnvoyProcess {
       "--disable-hot-restart",
       "--drain-time-s", "1",
       "--log-level", o.logLevel ?? "info",
-      "--log-path", join(o.logDir, "envoy.log"),
     ];
-    this.process = startProcess("envoy", envoyBinary(), args, join(o.logDir, "envoy-stdout.log"));
+    // Envoy's own log goes to stderr (written at once; --log-path is flushed only every
+    // few seconds), the JSON access log to stdout: both into envoy.log.
+    this.process = startProcess("envoy", envoyBinary(), args, join(o.logDir, "envoy.log"));
     await waitFor("Envoy to become LIVE", 60_000, async () => {
       if (this.process!.exited()) throw new Error(`Envoy exited with code ${this.process!.exitCode()}:\n${this.log().slice(-6000)}`);
       const res = await fetch(`${o.adminUrl}/ready`, { signal: AbortSignal.timeout(1000) });
@@ -58,10 +59,9 @@ export class EnvoyProcess {
     });
   }
 
-  /** Envoy's own log plus its stdout (access log lines). */
+  /** Envoy's own log and the access log lines, as written. */
   log(): string {
-    const own = existsSync(join(this.options.logDir, "envoy.log")) ? readFileSync(join(this.options.logDir, "envoy.log"), "utf8") : "";
-    return `${own}${this.process?.log() ?? ""}`;
+    return this.process?.log() ?? "";
   }
 
   /** The JSON access log lines (stdout), parsed. */

@@ -45,7 +45,7 @@ export interface GatewayHarnessOptions {
   podCertificate?: (namespace: string, service: string) => PodCertificate | undefined;
   /** Envoy worker threads (default 2). */
   concurrency?: number;
-  /** Keep the working directory (certificates, logs, files) after stop (default false). */
+  /** Keep the working directory (certificates, logs, files) after stop (default: false, or true when EG_HARNESS_KEEP=1). */
   keepWorkDir?: boolean;
   /** Envoy log level (default info). */
   logLevel?: string;
@@ -396,7 +396,9 @@ export class GatewayHarness {
     await attempt(() => this.envoy?.stop());
     for (const pod of this.allPods()) await attempt(() => pod.stop());
     await attempt(() => this.dns?.stop());
-    if (!this.options.keepWorkDir) rmSync(this.workDir, { recursive: true, force: true });
+    const keep = this.options.keepWorkDir ?? process.env.EG_HARNESS_KEEP === "1";
+    if (keep) console.error(`envoy harness: kept ${this.workDir}`);
+    else rmSync(this.workDir, { recursive: true, force: true });
     if (errors.length) throw errors[0];
   }
 }

@@ -16,6 +16,8 @@ export const E2E_SERVICES = [
   // 30 requests/s for the service over 3 gateway replicas: 10/s per Envoy.
   { name: "batch-driver", replicas: 1, rateLimit: 30 },
   { name: "notebook", replicas: 1, rateLimit: 600, websocket: true },
+  // No rate limit either: the second production route of the live-reload loop.
+  { name: "query", replicas: 2 },
   // Its pods present a certificate from another CA: Envoy must refuse them.
   { name: "blog", replicas: 1, rateLimit: 200 },
   // Its pods present a certificate of our CA for another Service's name.
