@@ -72,7 +72,7 @@ export interface AuthCheck {
 }
 
 export class GatewayHarness {
-  readonly config: StackConfig;
+  config: StackConfig;
   readonly gateway: GatewayName;
   readonly workDir: string;
   readonly paths: EnvoyPaths;
@@ -330,6 +330,24 @@ export class GatewayHarness {
     const table = buildRoutingTable(this.config, devNamespaces);
     await this.ensurePods(table);
     const files = this.render(table);
+    this.table = table;
+    this.files = files;
+    this.volumes.xdsDir.write(files.xds);
+    return files;
+  }
+
+  /**
+   * Applies a changed stack config (production services, limits, ...) through
+   * the xDS files, as the routes resource would. Throws when the change also
+   * needs a new bootstrap (listeners, TLS, auth service...): restart for those.
+   */
+  async setConfig(config: StackConfig, devNamespaces: DevNamespaces): Promise<GatewayFiles> {
+    const table = buildRoutingTable(config, devNamespaces);
+    const files = renderGateway(config, table, this.gateway, this.renderOptions());
+    const changed = Object.keys({ ...files.bootstrap, ...this.files.bootstrap }).filter((k) => files.bootstrap[k] !== this.files.bootstrap[k]);
+    if (changed.length) throw new Error(`the change needs a new bootstrap (${changed.join(", ")} differ): restart the harness`);
+    this.config = config;
+    await this.ensurePods(table);
     this.table = table;
     this.files = files;
     this.volumes.xdsDir.write(files.xds);
