@@ -1,9 +1,16 @@
 // envoy-gateways: Kubernetes gateways on Envoy. See README.md.
+import { discoverDevNamespaces } from "./components/discover.js";
 import { declareStack, loadStackConfig } from "./components/stack.js";
 
-const stack = declareStack(loadStackConfig());
+async function main() {
+  const config = loadStackConfig();
+  const stack = declareStack(config, await discoverDevNamespaces(config));
+  return {
+    /** Each gateway's Service and external address. */
+    gateways: stack.gateways,
+    /** Every routed host and path per gateway, and the upstream it reaches. */
+    routes: stack.routes,
+  };
+}
 
-/** Each gateway's Service and external address. */
-export const gateways = stack.gateways;
-/** Every routed host and path per gateway, and the upstream it reaches. */
-export const routes = stack.routes;
+export = main();

@@ -6,10 +6,13 @@ import { InputError } from "../routing/config/errors.js";
 import { fromPulumiConfig, parseStackConfig } from "../routing/config/load.js";
 import { GATEWAYS, type GatewayName, type StackConfig } from "../routing/config/schema.js";
 import { renderGateways } from "../routing/render.js";
-import { buildRoutingTable, stackClusterName, type RoutingTable } from "../routing/table.js";
+import { buildRoutingTable, stackClusterName, type DevNamespaces, type RoutingTable } from "../routing/table.js";
+import { routesInput } from "../routing/routes-input.js";
 import { serviceHost } from "../routing/names.js";
 import { EnvoyGateway } from "./envoy-gateway.js";
 import { HeadlessService } from "./headless-service.js";
+import { RouteSyncAccess } from "./route-sync-access.js";
+import { Routes } from "./routes.js";
 
 /** Validated stack config from the engine; a bad value stops the program before anything is declared. */
 export function loadStackConfig(): StackConfig {
@@ -32,11 +35,17 @@ export interface StackOutputs {
   services: HeadlessService[];
 }
 
-export function declareStack(config: StackConfig): StackOutputs {
-  const table = buildRoutingTable(config);
+/**
+ * Declares everything. The gateways' xDS ConfigMaps are created with the
+ * production routes (so Envoy can start); from then on the routes resources
+ * own their data, with the dev/PR routes `devNamespaces` gives.
+ */
+export function declareStack(config: StackConfig, devNamespaces: DevNamespaces = {}): StackOutputs {
   let files;
+  let table: RoutingTable;
   try {
-    files = renderGateways(config, table);
+    files = renderGateways(config, buildRoutingTable(config));
+    table = buildRoutingTable(config, devNamespaces, "discovered dev/PR namespaces");
   } catch (e) {
     if (e instanceof InputError) throw new pulumi.RunError(e.message);
     throw e;
@@ -73,8 +82,30 @@ export function declareStack(config: StackConfig): StackOutputs {
     gatewayResources[gateway] = g;
     gateways[gateway] = { service: `${config.namespace}/${gateway}`, address: g.address };
     routes[gateway] = describeRoutes(config, table, gateway);
+    // In render mode there is no cluster to write to: the ConfigMaps carry the production routes.
+    if (!config.renderYamlToDirectory) {
+      new Routes(
+        `${gateway}-routes`,
+        {
+          gateway,
+          namespace: config.namespace,
+          configMap: g.xdsConfigMap.metadata.name,
+          config: routesConfig(config),
+          routes: routesInput(config, table, gateway),
+          kubeconfig: config.kubeconfig === undefined ? undefined : pulumi.secret(config.kubeconfig),
+        },
+        { dependsOn: [g.xdsConfigMap] },
+      );
+    }
   }
+  new RouteSyncAccess("route-sync", { namespace: config.namespace, configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name) }, { provider });
   return { gateways, routes, gatewayResources, services };
+}
+
+/** The stack config the routes resources render with: no kubeconfig (it is a separate secret input), no render directory. */
+function routesConfig(config: StackConfig): Record<string, unknown> {
+  const { kubeconfig: _k, renderYamlToDirectory: _r, ...rest } = config;
+  return rest;
 }
 
 /** One line per route, for the stack outputs: "https://batch.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)". */

@@ -44,7 +44,8 @@ interface Outcome {
 }
 
 function asEngine(o: Obj): PolicyResource {
-  return { type: o.type, name: o.name, urn: `urn:pulumi:test::envoy-gateways::${o.type}::${o.name}`, props: proxy.unknownCheckingProxy(structuredClone(o.props)), opts: {} as any, dependencies: [], propertyDependencies: {} };
+  const resource = { type: o.type, name: o.name, urn: `urn:pulumi:test::envoy-gateways::${o.type}::${o.name}`, props: proxy.unknownCheckingProxy(structuredClone(o.props)), opts: {}, dependencies: [], propertyDependencies: {} };
+  return { ...resource, isType: () => false, asType: () => undefined } as unknown as PolicyResource;
 }
 
 function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions: Exemption[] = []): Outcome {
@@ -62,7 +63,7 @@ function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions: Exemp
   const out: Outcome = { violations: [] };
   const r = asEngine(o);
   const args = { type: o.type, props: r.props, urn: r.urn, name: o.name, opts: {} as any, stackTags: new Map(), getConfig: <T>() => ({ exemptions }) as T, notApplicable: () => { throw new Error("not applicable"); } } as unknown as ResourceValidationArgs;
-  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource];
+  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
   try {
     for (const v of validations) v(args, (message) => out.violations.push(message));
   } catch (e) {

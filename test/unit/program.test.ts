@@ -137,6 +137,37 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
   });
 });
 
+describe("routes and route-sync access", () => {
+  it("gives each gateway a routes resource owning its xDS ConfigMap, with production and discovered dev routes keyed by id", async () => {
+    declared = [];
+    const all: Record<string, string> = {};
+    for (const [k, v] of Object.entries(rawStack("dev"))) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+    pulumi.runtime.setAllConfig(all, []);
+    const { declareStack, loadStackConfig } = await import("../../components/stack.js");
+    declareStack(loadStackConfig(), { "pr-5": ["batch"] });
+    await settings.waitForRPCs();
+    const routes = declared.filter((r) => r.type.endsWith(":Routes"));
+    expect(routes.map((r) => r.name).sort()).toEqual(["gateway-routes", "internal-gateway-routes"]);
+    const gw = routes.find((r) => r.name === "gateway-routes")!.inputs;
+    expect(gw).toMatchObject({ gateway: "gateway", namespace: "default", configMap: "gateway-xds" });
+    expect(Object.keys(gw.routes).sort()).toEqual(["default/auth", "default/batch", "default/batch-driver", "default/notebook", "default/www", "pr-5/batch"]);
+    expect(gw.routes["pr-5/batch"].match).toBe("https://internal.dev.example.org/pr-5/batch");
+    expect(gw.config.kubeconfig).toBeUndefined();
+    // The component's ConfigMap starts with the production routes only.
+    expect(named(declared, "core/v1:ConfigMap", "gateway-xds").inputs.data["rds.yaml"]).not.toContain("/pr-5/batch");
+  });
+
+  it("declares least-privilege RBAC for the route-sync identity", async () => {
+    const { resources } = await run(rawStack("dev"));
+    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs.rules).toEqual([
+      { apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] },
+    ]);
+    expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.rules).toEqual([
+      { apiGroups: [""], resources: ["configmaps"], resourceNames: ["gateway-xds", "internal-gateway-xds"], verbs: ["get", "patch"] },
+    ]);
+  });
+});
+
 describe("the prod stack's Services", () => {
   it("use a static IP on the external gateway and the internal load-balancer annotation on the internal one", async () => {
     const { resources, outputs } = await run(rawStack("prod"));

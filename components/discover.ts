@@ -1,0 +1,24 @@
+// Discovery at program time: the dev/PR namespaces labelled for routing and
+// their labelled Services, read from the cluster in two list requests.
+import * as pulumi from "@pulumi/pulumi";
+import type { StackConfig } from "../routing/config/schema.js";
+import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
+import type { DevNamespaces } from "../routing/table.js";
+import { listRoutedObjects, loadKubeConfig } from "./kube.js";
+
+/** The dev/PR part of the routing table as the cluster has it now; malformed Services are reported and left out. */
+export async function discoverDevNamespaces(config: StackConfig): Promise<DevNamespaces> {
+  if (config.renderYamlToDirectory) {
+    pulumi.log.info("renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only");
+    return {};
+  }
+  let listed;
+  try {
+    listed = await listRoutedObjects(loadKubeConfig(config.kubeconfig), config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
+  } catch (e) {
+    throw new pulumi.RunError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
+  }
+  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
+  for (const p of [...found.problems, ...found.warnings]) pulumi.log.warn(`${p.key} ${p.message}`);
+  return found.devNamespaces;
+}

@@ -1,0 +1,117 @@
+// The Kubernetes API through @kubernetes/client-node: the kubeconfig (the
+// stack's secret, or the ambient one), the few calls this project makes, and
+// errors that say what went wrong in words (who may not do what, which API
+// server cannot be reached).
+import * as k8s from "@kubernetes/client-node";
+import type { NamespaceObject, ServiceObject } from "../routing/discovery.js";
+
+/** A kubeconfig from text (the stack's secret), or the ambient one (KUBECONFIG, ~/.kube/config, in-cluster). */
+export function loadKubeConfig(text?: string): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (text) kc.loadFromString(text);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+/** Turns an API or connection failure into a sentence naming the user, the action and the server. */
+export function describeKubeError(kc: k8s.KubeConfig, action: string, e: unknown): Error {
+  const server = kc.getCurrentCluster()?.server ?? "the Kubernetes API";
+  const user = kc.getCurrentUser()?.name ?? "the current user";
+  if (e instanceof k8s.ApiException) {
+    const body = typeof e.body === "string" ? safeJson(e.body) : e.body;
+    const reason = (body as { message?: string } | undefined)?.message ?? String(e.message).split("\n")[0];
+    if (e.code === 401) return new Error(`${action}: the API server ${server} did not accept the credentials of ${user} (401 Unauthorized)`);
+    if (e.code === 403) return new Error(`${action}: ${user} is not allowed to (403 Forbidden: ${reason}); grant it the envoy-gateways route-sync role (see README, RBAC)`);
+    if (e.code === 409) return new Error(`${action}: someone else changed it since it was read (409 Conflict: ${reason}); nothing was overwritten, run again`);
+    return new Error(`${action}: the API server answered ${e.code}: ${reason}`);
+  }
+  const err = e as { code?: string; cause?: { code?: string; message?: string }; message?: string };
+  const code = err?.cause?.code ?? err?.code;
+  if (code) return new Error(`${action}: cannot reach the Kubernetes API at ${server} (${code})`);
+  return new Error(`${action}: ${err?.message ?? String(e)}`);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
+  }
+}
+
+/** Counts API requests made through this module (for the discovery benchmark). */
+export const apiRequests = { count: 0 };
+
+/**
+ * The routed namespaces (by the stack's label selector) and every Service
+ * carrying the routing labels, cluster-wide: two requests, whatever the
+ * number of namespaces.
+ */
+export async function listRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: string, serviceSelector: string): Promise<{ namespaces: NamespaceObject[]; services: ServiceObject[] }> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  let namespaces: k8s.V1NamespaceList;
+  let services: k8s.V1ServiceList;
+  try {
+    apiRequests.count++;
+    namespaces = await core.listNamespace({ labelSelector: namespaceSelector });
+  } catch (e) {
+    throw describeKubeError(kc, `listing namespaces labelled ${namespaceSelector}`, e);
+  }
+  try {
+    apiRequests.count++;
+    services = await core.listServiceForAllNamespaces({ labelSelector: serviceSelector });
+  } catch (e) {
+    throw describeKubeError(kc, `listing Services labelled ${serviceSelector}`, e);
+  }
+  return { namespaces: namespaces.items as NamespaceObject[], services: services.items as ServiceObject[] };
+}
+
+export interface ConfigMapState {
+  data: Record<string, string>;
+  resourceVersion: string;
+  annotations: Record<string, string>;
+}
+
+/** A ConfigMap's data and resourceVersion, or undefined when it does not exist. */
+export async function readConfigMap(kc: k8s.KubeConfig, namespace: string, name: string): Promise<ConfigMapState | undefined> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  try {
+    apiRequests.count++;
+    const cm = await core.readNamespacedConfigMap({ name, namespace });
+    return { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? "", annotations: cm.metadata?.annotations ?? {} };
+  } catch (e) {
+    if (e instanceof k8s.ApiException && e.code === 404) return undefined;
+    throw describeKubeError(kc, `reading ConfigMap ${namespace}/${name}`, e);
+  }
+}
+
+/** The field manager that owns the xDS ConfigMaps' data. */
+export const ROUTES_FIELD_MANAGER = "envoy-gateways-routes";
+
+/**
+ * Writes a ConfigMap's data in one server-side-apply request under our own
+ * field manager, taking ownership of `data` from whoever created it, but only
+ * if the object is still at `resourceVersion` (a concurrent writer makes the
+ * API server refuse with 409, and nothing is overwritten).
+ */
+export async function applyConfigMapData(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+  resourceVersion: string,
+  annotations: Record<string, string>,
+): Promise<string> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const body = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, resourceVersion, annotations }, data };
+  try {
+    apiRequests.count++;
+    const written = await core.patchNamespacedConfigMap(
+      { name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply),
+    );
+    return written.metadata?.resourceVersion ?? "";
+  } catch (e) {
+    throw describeKubeError(kc, `writing ConfigMap ${namespace}/${name}`, e);
+  }
+}

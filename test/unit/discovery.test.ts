@@ -1,0 +1,84 @@
+// Discovery from the lists the API server returns.
+import { describe, expect, it } from "vitest";
+import { discoverRoutes, type NamespaceObject, type ServiceObject } from "../../routing/discovery.js";
+import { routingLabels } from "../../routing/labels.js";
+
+const ns = (name: string, phase = "Active", deleting = false): NamespaceObject => ({ metadata: { name, ...(deleting ? { deletionTimestamp: "2026-11-30T10:00:00Z" } : {}) }, status: { phase } });
+const svc = (namespace: string, name: string, labels: Record<string, string>, clusterIP = "None"): ServiceObject => ({
+  metadata: { namespace, name, labels },
+  spec: { clusterIP, ports: [{ name: "https", port: 443 }] },
+});
+const routed = (service: string, extra: Partial<Parameters<typeof routingLabels>[0]> = {}) => routingLabels({ service, weight: 100, replicas: 2, websocket: false, ...extra });
+
+describe("discovery", () => {
+  it("routes the labelled Services of routed namespaces, grouped by logical service", () => {
+    const found = discoverRoutes(
+      [ns("pr-1"), ns("pr-2")],
+      [svc("pr-1", "batch", routed("batch")), svc("pr-1", "batch-driver", routed("batch-driver")), svc("pr-2", "ws", routed("ws", { websocket: true })), svc("other", "x", routed("x"))],
+      "default",
+    );
+    expect(found.devNamespaces).toEqual({
+      "pr-1": [
+        { name: "batch", stacks: [{ version: "", service: "batch", weight: 100 }], websocket: false },
+        { name: "batch-driver", stacks: [{ version: "", service: "batch-driver", weight: 100 }], websocket: false },
+      ],
+      "pr-2": [{ name: "ws", stacks: [{ version: "", service: "ws", weight: 100 }], websocket: true }],
+    });
+    expect(found.problems).toEqual([]);
+  });
+
+  it("leaves out namespaces that are terminating, being deleted, or the production namespace", () => {
+    const found = discoverRoutes([ns("pr-1", "Terminating"), ns("pr-2", "Active", true), ns("default"), ns("pr-3")], ["pr-1", "pr-2", "default", "pr-3"].map((n) => svc(n, "batch", routed("batch"))), "default");
+    expect(Object.keys(found.devNamespaces)).toEqual(["pr-3"]);
+  });
+
+  it("groups several Services of one logical service into weighted versions", () => {
+    const found = discoverRoutes(
+      [ns("pr-1")],
+      [svc("pr-1", "web-green", routed("web", { version: "green", weight: 10 })), svc("pr-1", "web-blue", routed("web", { version: "blue", weight: 90 }))],
+      "default",
+    );
+    expect(found.devNamespaces["pr-1"]).toEqual([
+      { name: "web", stacks: [{ version: "blue", service: "web-blue", weight: 90 }, { version: "green", service: "web-green", weight: 10 }], websocket: false },
+    ]);
+  });
+
+  it("reports a Service with malformed labels by name, with what is wrong, and keeps the other routes", () => {
+    const bad = { ...routed("Batch_1"), "envoy-gateways.io/port": "8443", "envoy-gateways.io/weight": "half" };
+    const found = discoverRoutes([ns("pr-1")], [svc("pr-1", "batch", bad), svc("pr-1", "ci", routed("ci"))], "default");
+    expect(found.devNamespaces).toEqual({ "pr-1": [{ name: "ci", stacks: [{ version: "", service: "ci", weight: 100 }], websocket: false }] });
+    expect(found.problems).toHaveLength(1);
+    expect(found.problems[0]!.key).toBe("Service pr-1/batch");
+    expect(found.problems[0]!.message).toBe(
+      'left out: label envoy-gateways.io/service="Batch_1" must be a DNS label (lower-case letters, digits and \'-\', at most 63 characters); label envoy-gateways.io/port="8443" must be "443" (the gateways speak TLS to every pod on 443); label envoy-gateways.io/weight="half" must be a whole percentage from 0 to 100',
+    );
+  });
+
+  it("reports a port name that names no port 443, and an unknown protocol", () => {
+    const s = svc("pr-1", "batch", { ...routed("batch"), "envoy-gateways.io/port-name": "web", "envoy-gateways.io/protocol": "grpc" });
+    expect(discoverRoutes([ns("pr-1")], [s], "default").problems[0]!.message).toMatch(/port-name="web" names no port 443 of the Service; label envoy-gateways\.io\/protocol="grpc" must be http or websocket/);
+  });
+
+  it("leaves out a service whose versions do not add up, naming its Services", () => {
+    const found = discoverRoutes(
+      [ns("pr-1")],
+      [svc("pr-1", "web-a", routed("web", { version: "a", weight: 60 })), svc("pr-1", "web-b", routed("web", { version: "b", weight: 30 })), svc("pr-1", "api", routed("api"))],
+      "default",
+    );
+    expect(found.devNamespaces["pr-1"]).toEqual([{ name: "api", stacks: [{ version: "", service: "api", weight: 100 }], websocket: false }]);
+    expect(found.problems).toEqual([
+      { key: "service web in namespace pr-1 (Service pr-1/web-a, Service pr-1/web-b)", message: "left out: the weights of its versions sum to 90, not 100 (a=60, b=30)" },
+    ]);
+  });
+
+  it("needs a version label on each of several Services", () => {
+    const found = discoverRoutes([ns("pr-1")], [svc("pr-1", "web-a", routed("web")), svc("pr-1", "web-b", routed("web"))], "default");
+    expect(found.problems[0]!.message).toMatch(/several Services route it, so each needs a envoy-gateways\.io\/version label/);
+  });
+
+  it("warns about a routed Service that is not headless, and still routes it", () => {
+    const found = discoverRoutes([ns("pr-1")], [svc("pr-1", "batch", routed("batch"), "10.0.0.12")], "default");
+    expect(found.devNamespaces["pr-1"]).toHaveLength(1);
+    expect(found.warnings[0]!.message).toMatch(/is not headless \(clusterIP 10\.0\.0\.12\)/);
+  });
+});
