@@ -6,9 +6,10 @@
 # when every command is already there. Run as root (or with sudo available).
 set -euo pipefail
 
-# command -> Debian package that provides it
+# command -> Debian package that provides it (dnsmasq-base: the binary without the
+# system service, which would take port 53)
 declare -A PACKAGE_OF=(
-  [dnsmasq]=dnsmasq
+  [dnsmasq]=dnsmasq-base
   [nginx]=nginx-light
   [wrk]=wrk
   [h2load]=nghttp2-client
@@ -42,14 +43,14 @@ echo "install-test-tools: apt-get install ${missing[*]}"
 # start the nginx and dnsmasq services on install: the harness never uses them.
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
-# The packages' own services are not wanted (the harness and the benchmark run
-# their own instances on loopback with private configs): stop them if they started.
-for service in nginx dnsmasq; do
-  if command -v service >/dev/null 2>&1 && service "$service" status >/dev/null 2>&1; then
-    echo "install-test-tools: stopping the system $service service (not used)"
-    $SUDO service "$service" stop >/dev/null 2>&1 || true
+# nginx's own service is not wanted (the benchmark runs its own instance on
+# loopback with a private config): stop it if installing it just started it.
+if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
+  if command -v service >/dev/null 2>&1 && service nginx status >/dev/null 2>&1; then
+    echo "install-test-tools: stopping the system nginx service it started (not used)"
+    $SUDO service nginx stop >/dev/null 2>&1 || true
   fi
-done
+fi
 
 for cmd in dnsmasq nginx wrk h2load openssl curl; do
   if ! have "$cmd"; then echo "install-test-tools: $cmd still missing after install" >&2; exit 1; fi
