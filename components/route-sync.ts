@@ -9,6 +9,7 @@ import type { StackConfig } from "../routing/config/schema.js";
 import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { RouteEntry } from "../routing/routes-input.js";
 import { loadKubeConfig } from "./kube.js";
+import { isMoving, shiftFromInfo } from "../routing/shifts.js";
 
 /** Route id -> route, per routes resource (one per gateway), as the stack's state holds them. */
 export type SyncedRoutes = Record<string, Record<string, RouteEntry>>;
@@ -36,6 +37,11 @@ export async function routesInState(stack: Stack): Promise<{ urns: string[]; rou
   const routes: SyncedRoutes = {};
   for (const r of resources) routes[r.urn.slice(r.urn.lastIndexOf("::") + 2)] = (r.outputs?.routes ?? {}) as Record<string, RouteEntry>;
   return { urns: resources.map((r) => r.urn), routes };
+}
+
+/** True while any route's traffic shift is still moving its weights (sync-routes --watch then re-syncs on a timer). */
+export function shiftsMoving(routes: SyncedRoutes, now: Date): boolean {
+  return Object.values(routes).some((byId) => Object.values(byId).some((r) => r.shift !== undefined && isMoving(shiftFromInfo(r.service, r.shift), now)));
 }
 
 /** Lines describing what changed between two states of the routes resources. */

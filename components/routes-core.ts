@@ -9,7 +9,7 @@ import { InputError, type Problem } from "../routing/config/errors.js";
 import { parseStackConfig } from "../routing/config/load.js";
 import { GATEWAYS, type GatewayName, type StackConfig } from "../routing/config/schema.js";
 import { renderGateway } from "../routing/render.js";
-import { productionOnly, routesInput, tableFromRoutes, type RoutesInput } from "../routing/routes-input.js";
+import { productionOnly, routesInput, tableFromRoutes, type RouteEntry, type RoutesInput } from "../routing/routes-input.js";
 import { buildRoutingTable, type DevNamespaces } from "../routing/table.js";
 import { readRoutesFromXds } from "../routing/read-back.js";
 import { applyConfigMapData, loadKubeConfig, readConfigMap } from "./kube.js";
@@ -27,6 +27,8 @@ export interface RoutesInputs {
   routes: RoutesInput;
   /** Kubeconfig (a secret); absent: the ambient one. */
   kubeconfig?: string;
+  /** The instant the program computed shift weights at (check recomputes them for the same instant). */
+  asOf?: string;
 }
 
 /** Outputs: the inputs, plus what was written. */
@@ -53,7 +55,7 @@ export function checkRoutes(inputs: RoutesInputs): Problem[] {
     return e instanceof InputError ? [...e.problems] : [{ key: "config", message: String(e) }];
   }
   const problems: Problem[] = [];
-  const dev: Record<string, { name: string; stacks: { version: string; service: string; weight: number }[]; websocket: boolean }[]> = {};
+  const dev: Record<string, { name: string; stacks: { version: string; service: string; weight: number }[]; websocket: boolean; shift?: RouteEntry["shift"] }[]> = {};
   for (const [id, r] of Object.entries(inputs.routes ?? {})) {
     if (!r || typeof r !== "object" || id !== `${r.namespace}/${r.service}`) {
       problems.push({ key: `routes[${JSON.stringify(id)}]`, message: "the id must be <namespace>/<service> of its route", value: r && { namespace: r.namespace, service: r.service } });
@@ -64,12 +66,13 @@ export function checkRoutes(inputs: RoutesInputs): Problem[] {
       name: r.service,
       websocket: r.websocket,
       stacks: Object.values(r.clusters ?? {}).map((c) => ({ version: c.version, service: String(c.upstream).split(".")[0]!, weight: c.weight })),
+      ...(r.shift ? { shift: r.shift } : {}),
     });
   }
   if (problems.length) return problems;
   let expected: RoutesInput;
   try {
-    expected = routesInput(config, buildRoutingTable(config, dev as DevNamespaces, "routes"), inputs.gateway);
+    expected = routesInput(config, buildRoutingTable(config, dev as DevNamespaces, "routes", inputs.asOf ? new Date(inputs.asOf) : new Date()), inputs.gateway);
   } catch (e) {
     return e instanceof InputError ? [...e.problems] : [{ key: "routes", message: String(e) }];
   }

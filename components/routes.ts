@@ -36,6 +36,8 @@ export interface RoutesArgs {
   routes: RoutesInput;
   /** Kubeconfig for writing the ConfigMap (a secret; default: the ambient one). */
   kubeconfig?: pulumi.Input<string>;
+  /** The instant shift weights were computed at (ISO time). */
+  asOf?: string;
 }
 
 /** Thin shells: every decision is in routes-core.ts (unit-tested there). */

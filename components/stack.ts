@@ -40,12 +40,12 @@ export interface StackOutputs {
  * production routes (so Envoy can start); from then on the routes resources
  * own their data, with the dev/PR routes `devNamespaces` gives.
  */
-export function declareStack(config: StackConfig, devNamespaces: DevNamespaces = {}): StackOutputs {
+export function declareStack(config: StackConfig, devNamespaces: DevNamespaces = {}, now: Date = new Date()): StackOutputs {
   let files;
   let table: RoutingTable;
   try {
-    files = renderGateways(config, buildRoutingTable(config));
-    table = buildRoutingTable(config, devNamespaces, "discovered dev/PR namespaces");
+    files = renderGateways(config, buildRoutingTable(config, {}, "stack config", now));
+    table = buildRoutingTable(config, devNamespaces, "discovered dev/PR namespaces", now);
   } catch (e) {
     if (e instanceof InputError) throw new pulumi.RunError(e.message);
     throw e;
@@ -54,12 +54,26 @@ export function declareStack(config: StackConfig, devNamespaces: DevNamespaces =
     kubeconfig: config.kubeconfig === undefined ? undefined : pulumi.secret(config.kubeconfig),
     renderYamlToDirectory: config.renderYamlToDirectory,
   });
-  const services = table.production.map((s) => {
+  // One headless Service per version (stack) of each production service; a single version is the service itself.
+  const services = table.production.flatMap((s) => {
     const spec = config.services.find((p) => p.name === s.name)!;
-    return new HeadlessService(
-      s.name,
-      { serviceName: s.name, namespace: s.namespace, replicas: spec.replicas, websocket: spec.websocket, image: spec.image, skipAwait: config.skipAwait },
-      { provider },
+    return s.stacks.map(
+      (stack) =>
+        new HeadlessService(
+          stack.service,
+          {
+            serviceName: stack.service,
+            logicalName: s.name,
+            version: stack.version || undefined,
+            weight: stack.weight,
+            namespace: s.namespace,
+            replicas: spec.replicas,
+            websocket: spec.websocket,
+            image: spec.versions ? undefined : spec.image,
+            skipAwait: config.skipAwait,
+          },
+          { provider },
+        ),
     );
   });
   const gatewayResources = {} as Record<GatewayName, EnvoyGateway>;
@@ -92,6 +106,7 @@ export function declareStack(config: StackConfig, devNamespaces: DevNamespaces =
           configMap: g.xdsConfigMap.metadata.name,
           config: routesConfig(config),
           routes: routesInput(config, table, gateway),
+          asOf: now.toISOString(),
           kubeconfig: config.kubeconfig === undefined ? undefined : pulumi.secret(config.kubeconfig),
         },
         { dependsOn: [g.xdsConfigMap] },

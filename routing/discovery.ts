@@ -5,7 +5,8 @@
 // logical service). A Service with malformed labels is reported by name and
 // left out; it never breaks the other routes.
 import type { Problem } from "./config/errors.js";
-import { LABEL } from "./labels.js";
+import { LABEL, SHIFT_ANNOTATION } from "./labels.js";
+import { parseShiftDuration, shiftInfo, shiftProblems, versionWeights, type Shift } from "./shifts.js";
 import { isDnsLabel } from "./names.js";
 import type { DevNamespaces, DevServiceSpec, UpstreamStack } from "./table.js";
 
@@ -46,12 +47,12 @@ export function routedNamespaces(namespaces: readonly NamespaceObject[], product
  * The dev/PR routes: for each routed namespace, its Services carrying the
  * routing labels grouped by logical service into stacks with weights.
  */
-export function discoverRoutes(namespaces: readonly NamespaceObject[], services: readonly ServiceObject[], productionNamespace: string): Discovered {
+export function discoverRoutes(namespaces: readonly NamespaceObject[], services: readonly ServiceObject[], productionNamespace: string, now: Date = new Date()): Discovered {
   const routed = new Set(routedNamespaces(namespaces, productionNamespace));
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   // namespace -> logical service -> stacks (with the Service each came from)
-  const grouped = new Map<string, Map<string, { stack: UpstreamStack; websocket: boolean; versionLabel: string | undefined; weightLabel: string | undefined; key: string }[]>>();
+  const grouped = new Map<string, Map<string, Grouped[]>>();
   for (const svc of services) {
     const ns = svc.metadata?.namespace;
     const name = svc.metadata?.name;
@@ -77,19 +78,37 @@ export function discoverRoutes(namespaces: readonly NamespaceObject[], services:
       versionLabel: labels[LABEL.version],
       weightLabel: labels[LABEL.weight],
       key,
+      shift: shiftAnnotations(logical, labels[LABEL.version] ?? "", svc.metadata?.annotations ?? {}),
     });
   }
   const devNamespaces: DevNamespaces = {};
   for (const ns of [...grouped.keys()].sort()) {
     const specs: DevServiceSpec[] = [];
     for (const [logical, stacks] of [...grouped.get(ns)!.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const where = `service ${logical} in namespace ${ns} (${stacks.map((s) => s.key).join(", ")})`;
       const problem = stackProblem(stacks);
       if (problem) {
-        problems.push({ key: `service ${logical} in namespace ${ns} (${stacks.map((s) => s.key).join(", ")})`, message: `left out: ${problem}` });
+        problems.push({ key: where, message: `left out: ${problem}` });
         continue;
       }
       stacks.sort((a, b) => (a.stack.version < b.stack.version ? -1 : 1));
-      specs.push({ name: logical, stacks: stacks.map((s) => s.stack), websocket: stacks.some((s) => s.websocket) });
+      const shifts = stacks.flatMap((s) => (s.shift ? [s.shift] : []));
+      const shiftErrors = shifts.flatMap((sh) => (typeof sh === "string" ? [sh] : shiftProblems(sh)));
+      if (shiftErrors.length) {
+        problems.push({ key: where, message: `left out: ${shiftErrors.join("; ")}` });
+        continue;
+      }
+      const spec: DevServiceSpec = { name: logical, stacks: stacks.map((s) => s.stack), websocket: stacks.some((s) => s.websocket) };
+      if (stacks.length > 1 || shifts.length) {
+        const result = versionWeights(logical, stacks.map((s) => s.stack.version), shifts as Shift[], now);
+        if ("problem" in result) {
+          problems.push({ key: where, message: `left out: ${result.problem}` });
+          continue;
+        }
+        for (const s of spec.stacks!) s.weight = result.weights[s.version]!;
+        if (result.shift) spec.shift = shiftInfo(result.shift);
+      }
+      specs.push(spec);
     }
     if (specs.length) devNamespaces[ns] = specs;
   }
@@ -113,19 +132,55 @@ export function labelProblems(labels: Record<string, string>, svc: ServiceObject
   return out;
 }
 
-/** Several Services for one logical service must each name a distinct version and their weights must sum to 100. */
-function stackProblem(stacks: { stack: UpstreamStack; versionLabel: string | undefined; weightLabel: string | undefined }[]): string | undefined {
+interface Grouped {
+  stack: UpstreamStack;
+  websocket: boolean;
+  versionLabel: string | undefined;
+  weightLabel: string | undefined;
+  key: string;
+  /** The shift annotated on this version's Service (or what is wrong with the annotations). */
+  shift: Shift | string | undefined;
+}
+
+/**
+ * Several Services for one logical service must each name a distinct version;
+ * their split comes from a shift, never from weight labels alone.
+ */
+function stackProblem(stacks: Grouped[]): string | undefined {
   if (stacks.length === 1) {
     const s = stacks[0]!;
-    return s.weightLabel !== undefined && s.stack.weight !== 100 ? `its only Service has weight ${s.stack.weight}; a single version takes all the traffic (100)` : undefined;
+    return s.weightLabel !== undefined && s.stack.weight !== 100 && !s.shift ? `its only Service has weight ${s.stack.weight}; a single version takes all the traffic (100)` : undefined;
   }
   const versions = stacks.map((s) => s.versionLabel);
   if (versions.some((v) => v === undefined)) return `several Services route it, so each needs a ${LABEL.version} label`;
   if (new Set(versions).size !== versions.length) return `two Services carry the same ${LABEL.version}`;
-  if (stacks.some((s) => s.weightLabel === undefined)) return `several versions route it, so each needs a ${LABEL.weight} label`;
-  const total = stacks.reduce((sum, s) => sum + s.stack.weight, 0);
-  if (total !== 100) return `the weights of its versions sum to ${total}, not 100 (${stacks.map((s) => `${s.versionLabel}=${s.stack.weight}`).join(", ")})`;
+  if (!stacks.some((s) => s.shift)) {
+    return stacks.some((s) => s.weightLabel !== undefined)
+      ? `it has weight labels (${stacks.map((s) => `${s.versionLabel}=${s.weightLabel ?? "none"}`).join(", ")}) but no traffic shift; annotate the new version's Service with ${SHIFT_ANNOTATION.from}, ${SHIFT_ANNOTATION.policy}, ${SHIFT_ANNOTATION.start} and ${SHIFT_ANNOTATION.duration}`
+      : `it has ${stacks.length} versions but no traffic shift says how to split its traffic (annotate the new version's Service with ${SHIFT_ANNOTATION.from}, ...)`;
+  }
   return undefined;
+}
+
+/** A shift from the annotations of the Service of version `to`; a string says what is wrong; undefined when not annotated. */
+function shiftAnnotations(service: string, to: string, annotations: Record<string, string>): Shift | string | undefined {
+  const from = annotations[SHIFT_ANNOTATION.from];
+  if (from === undefined) return undefined;
+  const policy = annotations[SHIFT_ANNOTATION.policy];
+  if (policy !== "linear" && policy !== "atomic") return `annotation ${SHIFT_ANNOTATION.policy}=${JSON.stringify(policy)} must be linear or atomic`;
+  const durationText = annotations[SHIFT_ANNOTATION.duration] ?? "";
+  const durationMs = parseShiftDuration(durationText);
+  if (durationMs === undefined) return `annotation ${SHIFT_ANNOTATION.duration}=${JSON.stringify(durationText)} must be a duration from 1 minute to 5 days, such as 30m, 2h or 5d`;
+  const reversed = annotations[SHIFT_ANNOTATION.reversed];
+  return {
+    service,
+    from,
+    to,
+    policy,
+    start: new Date(annotations[SHIFT_ANNOTATION.start] ?? "not a time"),
+    durationMs,
+    ...(reversed !== undefined ? { reversedAt: new Date(reversed) } : {}),
+  };
 }
 
 /** The label selector for listing routed Services cluster-wide in one request. */

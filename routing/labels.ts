@@ -29,6 +29,23 @@ export const LABEL = {
 
 export const MANAGED_BY = "envoy-gateways";
 
+/**
+ * A traffic shift of a discovered service, as annotations on the Service of
+ * the version traffic moves to (times do not fit in labels).
+ */
+export const SHIFT_ANNOTATION = {
+  /** Version traffic moves away from. */
+  from: `${PREFIX}/shift-from`,
+  /** linear or atomic. */
+  policy: `${PREFIX}/shift-policy`,
+  /** RFC 3339 start time. */
+  start: `${PREFIX}/shift-start`,
+  /** 1 minute to 5 days: 90s, 30m, 2h, 5d. */
+  duration: `${PREFIX}/shift-duration`,
+  /** RFC 3339 time the shift was reversed (while in progress). */
+  reversed: `${PREFIX}/shift-reversed`,
+} as const;
+
 /** Labels of a routed Service for one stack of a logical service. */
 export function routingLabels(args: { service: string; version?: string; weight: number; replicas: number; websocket: boolean }): Record<string, string> {
   const labels: Record<string, string> = {

@@ -5,6 +5,7 @@
 import type { GatewayName, StackConfig } from "./config/schema.js";
 import { routeId, serviceHost, UPSTREAM_PORT } from "./names.js";
 import { stackClusterName, type RoutedService, type RoutingTable } from "./table.js";
+import type { ShiftInfo } from "./shifts.js";
 
 /** One route of one gateway. */
 export interface RouteEntry {
@@ -19,6 +20,8 @@ export interface RouteEntry {
   websocket: boolean;
   /** Extra hosts (production routes on the external gateway). */
   aliases?: string[];
+  /** The traffic shift the weights come from. */
+  shift?: ShiftInfo;
 }
 
 /** Route id -> route. */
@@ -35,6 +38,7 @@ export function routesInput(config: StackConfig, table: RoutingTable, gateway: G
     }
     if (s.rateLimit !== undefined) e.rateLimit = s.rateLimit;
     if (gateway === "gateway" && s.aliases.length) e.aliases = [...s.aliases];
+    if (s.shift) e.shift = { ...s.shift };
     return e;
   };
   for (const s of table.production) out[s.id] = entry(s, `https://${s.name}.${domain}/`);
@@ -52,6 +56,7 @@ export function tableFromRoutes(config: StackConfig, routes: RoutesInput): Routi
     rateLimit: r.rateLimit,
     websocket: r.websocket,
     aliases: r.aliases ?? [],
+    ...(r.shift ? { shift: { ...r.shift } } : {}),
   }));
   const order = new Map(config.services.map((s, i) => [s.name, i]));
   const production = services

@@ -5,6 +5,7 @@
 import { InputError, type Problem } from "./config/errors.js";
 import type { StackConfig } from "./config/schema.js";
 import { clusterName, isDnsLabel, routeId, serviceHost } from "./names.js";
+import { shiftFromInfo, shiftInfo, versionWeights, type ShiftInfo } from "./shifts.js";
 
 /** One version (stack) of a logical service, behind its own headless Service. */
 export interface UpstreamStack {
@@ -31,6 +32,8 @@ export interface RoutedService {
   websocket: boolean;
   /** Extra hosts on the external gateway (production only). */
   aliases: string[];
+  /** The traffic shift that set the weights, when the service has several versions. */
+  shift?: ShiftInfo;
 }
 
 export interface RoutingTable {
@@ -47,6 +50,8 @@ export interface DevServiceSpec {
   /** Versions; default: one stack, the Service of the same name, weight 100. */
   stacks?: UpstreamStack[];
   websocket?: boolean;
+  /** The shift the weights come from (discovery computes the weights). */
+  shift?: ShiftInfo;
 }
 
 /** Dev/PR namespace name -> its routed services (names, or specs with versions). */
@@ -58,18 +63,33 @@ const LABEL_RULE = "a DNS label (lower-case letters, digits and '-', starting an
  * Builds the routing table. Throws one `InputError` naming every bad
  * namespace or service (`subject` says where the dev namespaces came from).
  */
-export function buildRoutingTable(config: StackConfig, devNamespaces: DevNamespaces = {}, subject = "dev namespaces"): RoutingTable {
-  const production = config.services.map<RoutedService>((s) => ({
-    id: routeId(config.namespace, s.name),
-    namespace: config.namespace,
-    name: s.name,
-    stacks: [{ version: "", service: s.name, weight: 100 }],
-    rateLimit: s.rateLimit,
-    websocket: s.websocket,
-    aliases: s.aliases,
-  }));
-
+export function buildRoutingTable(config: StackConfig, devNamespaces: DevNamespaces = {}, subject = "dev namespaces", now: Date = new Date()): RoutingTable {
   const problems: Problem[] = [];
+  const production = config.services.map<RoutedService>((s) => {
+    const routed: RoutedService = {
+      id: routeId(config.namespace, s.name),
+      namespace: config.namespace,
+      name: s.name,
+      stacks: [{ version: "", service: s.name, weight: 100 }],
+      rateLimit: s.rateLimit,
+      websocket: s.websocket,
+      aliases: s.aliases,
+    };
+    if (s.versions) {
+      const shifts = config.shifts.filter((x) => x.service === s.name).map((x) => shiftFromInfo(s.name, x));
+      const result = versionWeights(s.name, s.versions, shifts, now);
+      if ("problem" in result) problems.push({ key: `envoy-gateways:services (${s.name})`, message: result.problem });
+      else {
+        routed.stacks = s.versions.map((v) => ({ version: v, service: versionServiceName(s.name, v), weight: result.weights[v]! }));
+        if (result.shift) routed.shift = shiftInfo(result.shift);
+        for (const v of s.versions) {
+          if (versionServiceName(s.name, v).length > 63) problems.push({ key: `envoy-gateways:services (${s.name})`, message: `the Service of version ${v}, ${versionServiceName(s.name, v)}, is longer than the 63 characters a Kubernetes name allows` });
+        }
+      }
+    }
+    return routed;
+  });
+
   const dev: RoutedService[] = [];
   for (const namespace of Object.keys(devNamespaces).sort()) {
     const entries = devNamespaces[namespace] ?? [];
@@ -105,15 +125,16 @@ export function buildRoutingTable(config: StackConfig, devNamespaces: DevNamespa
         rateLimit: config.devNamespaces.rateLimit,
         websocket: spec.websocket ?? false,
         aliases: [],
+        ...(spec.shift ? { shift: { ...spec.shift } } : {}),
       });
     });
   }
-  if (problems.length) throw new InputError(subject, problems);
+  if (problems.length) throw new InputError(problems.every((p) => p.key.startsWith("envoy-gateways:")) ? "stack config" : subject, problems);
   dev.sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
   return { production, dev };
 }
 
-const SERVICE_KEYS = new Set(["name", "websocket", "stacks"]);
+const SERVICE_KEYS = new Set(["name", "websocket", "stacks", "shift"]);
 const STACK_KEYS = new Set(["version", "service", "weight"]);
 
 /** Checks one dev service entry (from a file or discovery: untyped data, read defensively). */
@@ -158,9 +179,19 @@ function checkDevService(spec: DevServiceSpec, namespace: string, clusterDomain:
       problems.push({ key: `${at}.weight`, message: "must be a whole percentage from 0 to 100", value: stack.weight });
     } else total += stack.weight;
   });
+  if (spec.shift) {
+    for (const v of [spec.shift.from, spec.shift.to]) {
+      if (!stacks.some((s: UpstreamStack) => s?.version === v)) problems.push({ key: `${where}.shift`, message: `names version ${v}, which the service does not have`, value: spec.shift });
+    }
+  }
   if (total !== 100 && stacks.every((s: UpstreamStack) => typeof s?.weight === "number" && Number.isInteger(s.weight))) {
     problems.push({ key: `${where}.stacks`, message: "weights of its versions must sum to 100", value: stacks.map((s: UpstreamStack) => s.weight) });
   }
+}
+
+/** The Kubernetes Service of one version of a production service: <service>-<version>. */
+export function versionServiceName(service: string, version: string): string {
+  return `${service}-${version}`;
 }
 
 /** The Envoy cluster name of each stack of a service. */

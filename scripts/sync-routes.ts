@@ -6,7 +6,7 @@
 // on every change (after a short quiet period); SIGTERM stops it cleanly.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { explainFailure, openStack, report, stackConfigOf, syncRoutes, watchAndSync } from "../components/route-sync.js";
+import { explainFailure, openStack, report, routesInState, shiftsMoving, stackConfigOf, syncRoutes, watchAndSync } from "../components/route-sync.js";
 
 const USAGE = "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--project-dir <dir>]";
 
@@ -41,7 +41,17 @@ async function main(): Promise<number> {
     }
   }
   const config = await stackConfigOf(stack);
-  const watcher = watchAndSync(stack, config, { debounceMs: millis(values.debounce!), log });
+  // While a traffic shift moves, weights change with time alone: re-sync every 30 s.
+  let moving = shiftsMoving((await routesInState(stack)).routes, new Date());
+  const watcher = watchAndSync(stack, config, {
+    debounceMs: millis(values.debounce!),
+    resyncMs: 30_000,
+    needsTimer: () => moving,
+    onSync: () => {
+      void routesInState(stack).then((s) => (moving = shiftsMoving(s.routes, new Date())));
+    },
+    log,
+  });
   log(`watching namespaces labelled ${config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`);
   const stop = (signal: string) => {
     log(`${signal}: stopping after any sync in progress`);

@@ -19,7 +19,7 @@ const STRING_KEYS = new Set(["domain", "internalDomain", "clusterDomain", "names
 export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config"): StackConfig {
   const result = stackConfigSchema.safeParse(raw, { reportInput: true });
   const problems: Problem[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, raw));
-  for (const p of crossKeyProblems(raw)) problems.push({ key: configKey(p.path), message: p.message, value: p.input });
+  for (const p of crossKeyProblems(raw)) problems.push(p.input === undefined ? { key: configKey(p.path), message: p.message } : { key: configKey(p.path), message: p.message, value: p.input });
   if (result.success && problems.length === 0) return result.data;
   throw new InputError(subject, problems);
 }

@@ -3,6 +3,7 @@
 // (`envoy-gateways:<key>` in Pulumi.<stack>.yaml); `parseStackConfig` turns
 // the raw values into a `StackConfig` or one error listing every bad value.
 import { z } from "zod";
+import { overlaps, parseShiftDuration, shiftProblems, type Shift } from "../shifts.js";
 
 /** A Kubernetes object name that must also be a DNS label (RFC 1123). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -139,6 +140,33 @@ const productionService = z.strictObject({
   aliases: z.array(dnsName).default([]),
   /** Container image: when set, the program also declares the service's Deployment. */
   image: z.string({ error: "must be an image reference" }).min(1).optional(),
+  /** Versions (stacks) running side by side, each behind a headless Service <name>-<version>; traffic moves between them by shifts. */
+  versions: z.array(dnsLabel).min(2, { error: "must list at least two versions (leave it out for a single one)" }).optional(),
+});
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const rfc3339 = z
+  .string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" })
+  .regex(RFC3339, { error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" })
+  .refine((t) => !Number.isNaN(new Date(t).getTime()), { error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" });
+
+const shift = z.strictObject({
+  /** Production service whose traffic moves (it must list versions). */
+  service: dnsLabel,
+  /** Version traffic moves away from. */
+  from: dnsLabel,
+  /** Version traffic moves to. */
+  to: dnsLabel,
+  /** linear: the old share falls evenly; atomic: everything moves at the end. */
+  policy: z.enum(["linear", "atomic"], { error: "must be linear or atomic" }),
+  /** When the shift starts. */
+  start: rfc3339,
+  /** How long it takes: 1 minute to 5 days (90s, 30m, 2h, 5d). */
+  duration: z
+    .string({ error: "must be a duration from 1 minute to 5 days, such as 30m, 2h or 5d" })
+    .regex(/^\d+(s|m|h|d)$/, { error: "must be a duration from 1 minute to 5 days, such as 30m, 2h or 5d" }),
+  /** When the shift was reversed (while in progress): traffic replays back to the old version. */
+  reversed: rfc3339.optional(),
 });
 
 const upstream = z.strictObject({
@@ -269,6 +297,8 @@ export const stackConfigSchema = z
     }),
     /** Production services, routed from both gateways. */
     services: z.array(productionService).default([]),
+    /** Traffic shifts between versions of production services. */
+    shifts: z.array(shift).default([]),
     /** Dev/PR namespaces: which are routed and how. */
     devNamespaces: devNamespaces.prefault({}),
     /** The ext_authz service for dev/PR routes. */
@@ -304,10 +334,62 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
     else if ((GATEWAYS as readonly string[]).includes(name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of a gateway's own Service; choose another name` });
     else seen.set(name, i);
   });
+  problems.push(...shiftConfigProblems(raw));
   if (typeof raw.domain === "string" && raw.domain === raw.internalDomain) {
     problems.push({ path: ["internalDomain"], input: raw.internalDomain, message: "must differ from domain" });
   }
   return problems;
+}
+
+/** Shifts against the services they move: known service, known versions, valid times, no overlaps, every multi-version service shifted. */
+function shiftConfigProblems(raw: Record<string, unknown>): { path: (string | number)[]; input: unknown; message: string }[] {
+  const out: { path: (string | number)[]; input: unknown; message: string }[] = [];
+  const services = (Array.isArray(raw.services) ? raw.services : []) as { name?: unknown; versions?: unknown }[];
+  const shifts = (Array.isArray(raw.shifts) ? raw.shifts : []) as Record<string, unknown>[];
+  const versionsOf = new Map<string, string[]>();
+  for (const s of services) if (typeof s?.name === "string") versionsOf.set(s.name, Array.isArray(s.versions) ? (s.versions as string[]) : []);
+  const parsed = new Map<string, Shift[]>();
+  shifts.forEach((sh, i) => {
+    if (!sh || typeof sh !== "object" || typeof sh.service !== "string") return;
+    const versions = versionsOf.get(sh.service);
+    if (versions === undefined) {
+      out.push({ path: ["shifts", i, "service"], input: sh.service, message: "is not a service of this stack (envoy-gateways:services)" });
+      return;
+    }
+    if (versions.length < 2) {
+      out.push({ path: ["shifts", i, "service"], input: sh.service, message: "has no versions to shift between; list them in its versions" });
+      return;
+    }
+    for (const key of ["from", "to"] as const) {
+      if (typeof sh[key] === "string" && !versions.includes(sh[key] as string)) out.push({ path: ["shifts", i, key], input: sh[key], message: `is not a version of ${sh.service} (versions: ${versions.join(", ")})` });
+    }
+    if (typeof sh.start !== "string" || typeof sh.duration !== "string") return;
+    const candidate = {
+      service: sh.service,
+      from: String(sh.from),
+      to: String(sh.to),
+      policy: sh.policy === "atomic" ? ("atomic" as const) : ("linear" as const),
+      start: new Date(sh.start),
+      durationMs: parseShiftDuration(sh.duration) ?? Number.NaN,
+      ...(typeof sh.reversed === "string" ? { reversedAt: new Date(sh.reversed) } : {}),
+    };
+    for (const message of shiftProblems({ ...candidate, durationMs: Number.isNaN(candidate.durationMs) ? undefined : candidate.durationMs })) out.push({ path: ["shifts", i], input: undefined, message });
+    (parsed.get(sh.service) ?? parsed.set(sh.service, []).get(sh.service)!).push(candidate);
+  });
+  for (const [service, list] of parsed) {
+    const sorted = [...list].sort((a, b) => a.start.getTime() - b.start.getTime());
+    for (let k = 1; k < sorted.length; k++) {
+      if (!Number.isNaN(sorted[k]!.durationMs) && overlaps(sorted[k - 1]!, sorted[k]!)) {
+        out.push({ path: ["shifts"], input: undefined, message: `shifts of ${service} overlap (from ${sorted[k - 1]!.start.toISOString()} and from ${sorted[k]!.start.toISOString()}); one service moves one way at a time` });
+      }
+    }
+  }
+  services.forEach((s, i) => {
+    if (typeof s?.name === "string" && Array.isArray(s.versions) && s.versions.length >= 2 && !parsed.has(s.name) && !shifts.some((sh) => sh?.service === s.name)) {
+      out.push({ path: ["services", i, "versions"], input: s.versions, message: `${s.name} has several versions but no shift in envoy-gateways:shifts says how to split its traffic` });
+    }
+  });
+  return out;
 }
 
 export type StackConfig = z.output<typeof stackConfigSchema>;

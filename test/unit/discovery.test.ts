@@ -32,15 +32,38 @@ describe("discovery", () => {
     expect(Object.keys(found.devNamespaces)).toEqual(["pr-3"]);
   });
 
-  it("groups several Services of one logical service into weighted versions", () => {
-    const found = discoverRoutes(
-      [ns("pr-1")],
-      [svc("pr-1", "web-green", routed("web", { version: "green", weight: 10 })), svc("pr-1", "web-blue", routed("web", { version: "blue", weight: 90 }))],
-      "default",
-    );
+  it("splits a service with several versions by the shift annotated on the new version's Service", () => {
+    const shift = { "envoy-gateways.io/shift-from": "blue", "envoy-gateways.io/shift-policy": "linear", "envoy-gateways.io/shift-start": "2026-11-30T10:00:00Z", "envoy-gateways.io/shift-duration": "10m" };
+    const green = svc("pr-1", "web-green", routed("web", { version: "green" }));
+    green.metadata!.annotations = shift;
+    const found = discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default", new Date("2026-11-30T10:01:00Z"));
+    expect(found.problems).toEqual([]);
     expect(found.devNamespaces["pr-1"]).toEqual([
-      { name: "web", stacks: [{ version: "blue", service: "web-blue", weight: 90 }, { version: "green", service: "web-green", weight: 10 }], websocket: false },
+      {
+        name: "web",
+        stacks: [{ version: "blue", service: "web-blue", weight: 90 }, { version: "green", service: "web-green", weight: 10 }],
+        websocket: false,
+        shift: { from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00.000Z", duration: "10m" },
+      },
     ]);
+  });
+
+  it("leaves out a shifted service whose annotations are wrong, naming its Services", () => {
+    const green = svc("pr-1", "web-green", routed("web", { version: "green" }));
+    green.metadata!.annotations = { "envoy-gateways.io/shift-from": "blue", "envoy-gateways.io/shift-policy": "canary", "envoy-gateways.io/shift-start": "2026-11-30T10:00:00Z", "envoy-gateways.io/shift-duration": "10m" };
+    const found = discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default");
+    expect(found.devNamespaces).toEqual({});
+    expect(found.problems[0]!.message).toBe('left out: annotation envoy-gateways.io/shift-policy="canary" must be linear or atomic');
+  });
+
+  it("leaves out a shift reversed when it was not in progress, and one naming an unknown version", () => {
+    const shifted = (from: string, reversed?: string) => {
+      const green = svc("pr-1", "web-green", routed("web", { version: "green" }));
+      green.metadata!.annotations = { "envoy-gateways.io/shift-from": from, "envoy-gateways.io/shift-policy": "linear", "envoy-gateways.io/shift-start": "2026-11-30T10:00:00Z", "envoy-gateways.io/shift-duration": "10m", ...(reversed ? { "envoy-gateways.io/shift-reversed": reversed } : {}) };
+      return discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default", new Date("2026-11-30T12:00:00Z")).problems[0]!.message;
+    };
+    expect(shifted("blue", "2026-11-30T11:00:00Z")).toMatch(/reversed at 2026-11-30T11:00:00.000Z, when it was not in progress .*only a shift in progress can be reversed/);
+    expect(shifted("red")).toBe("left out: shift of web names version red, which it does not have (versions: blue, green)");
   });
 
   it("reports a Service with malformed labels by name, with what is wrong, and keeps the other routes", () => {
@@ -59,7 +82,7 @@ describe("discovery", () => {
     expect(discoverRoutes([ns("pr-1")], [s], "default").problems[0]!.message).toMatch(/port-name="web" names no port 443 of the Service; label envoy-gateways\.io\/protocol="grpc" must be http or websocket/);
   });
 
-  it("leaves out a service whose versions do not add up, naming its Services", () => {
+  it("leaves out a service with weight labels but no shift, naming its Services", () => {
     const found = discoverRoutes(
       [ns("pr-1")],
       [svc("pr-1", "web-a", routed("web", { version: "a", weight: 60 })), svc("pr-1", "web-b", routed("web", { version: "b", weight: 30 })), svc("pr-1", "api", routed("api"))],
@@ -67,7 +90,11 @@ describe("discovery", () => {
     );
     expect(found.devNamespaces["pr-1"]).toEqual([{ name: "api", stacks: [{ version: "", service: "api", weight: 100 }], websocket: false }]);
     expect(found.problems).toEqual([
-      { key: "service web in namespace pr-1 (Service pr-1/web-a, Service pr-1/web-b)", message: "left out: the weights of its versions sum to 90, not 100 (a=60, b=30)" },
+      {
+        key: "service web in namespace pr-1 (Service pr-1/web-a, Service pr-1/web-b)",
+        message:
+          "left out: it has weight labels (a=60, b=30) but no traffic shift; annotate the new version's Service with envoy-gateways.io/shift-from, envoy-gateways.io/shift-policy, envoy-gateways.io/shift-start and envoy-gateways.io/shift-duration",
+      },
     ]);
   });
 

@@ -1,0 +1,83 @@
+// npm run shifts -- --stack <name> [--all] [--reverse <service | namespace/service>]
+//
+// Lists the traffic shifts of a stack (production shifts from its config,
+// dev/PR shifts from the annotations on discovered Services) with current
+// and next weights and the time each phase ends. --reverse reverses a shift
+// in progress: in the stack config (production; then run `pulumi up`) or by
+// annotating the new version's Service (dev/PR; sync-routes picks it up).
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { openStack, stackConfigOf } from "../components/route-sync.js";
+import { describeKubeError, listRoutedObjects, loadKubeConfig } from "../components/kube.js";
+import { ROUTED_SERVICE_SELECTOR, discoverRoutes } from "../routing/discovery.js";
+import { LABEL, SHIFT_ANNOTATION } from "../routing/labels.js";
+import { shiftTable, type ShiftRow } from "../routing/shift-report.js";
+import { reverseShift, shiftFromInfo } from "../routing/shifts.js";
+
+const USAGE = "usage: npm run shifts -- --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { stack: { type: "string" }, all: { type: "boolean" }, reverse: { type: "string" }, "project-dir": { type: "string" }, help: { type: "boolean" } } });
+  if (values.help || !values.stack) {
+    (values.help ? console.log : console.error)(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const stack = await openStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
+  const config = await stackConfigOf(stack);
+  const now = new Date();
+  const rows: ShiftRow[] = config.shifts.map((s) => ({ id: `${config.namespace}/${s.service}`, shift: shiftFromInfo(s.service, s) }));
+  const kc = loadKubeConfig(config.kubeconfig);
+  const listed = await listRoutedObjects(kc, config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
+  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace, now);
+  for (const [ns, specs] of Object.entries(found.devNamespaces)) {
+    for (const spec of specs) if (typeof spec !== "string" && spec.shift) rows.push({ id: `${ns}/${spec.name}`, shift: shiftFromInfo(spec.name, spec.shift) });
+  }
+  for (const p of found.problems) console.error(`warning: ${p.key} ${p.message}`);
+
+  if (values.reverse) {
+    const target = values.reverse.includes("/") ? values.reverse : `${config.namespace}/${values.reverse}`;
+    const row = rows.filter((r) => r.id === target).sort((a, b) => b.shift.start.getTime() - a.shift.start.getTime())[0];
+    if (!row) {
+      console.error(`no traffic shift of ${target} (shifts: ${rows.map((r) => r.id).join(", ") || "none"})`);
+      return 1;
+    }
+    let reversed;
+    try {
+      reversed = reverseShift(row.shift, now);
+    } catch (e) {
+      console.error((e as Error).message);
+      return 1;
+    }
+    const at = reversed.reversedAt!.toISOString();
+    const [namespace, service] = target.split("/") as [string, string];
+    if (namespace === config.namespace) {
+      const index = config.shifts.findIndex((s) => s.service === service && new Date(s.start).getTime() === row.shift.start.getTime());
+      await stack.setConfig(`envoy-gateways:shifts[${index}].reversed`, { value: at }, true);
+      console.log(`reversed the shift of ${target} at ${at} in the stack config (Pulumi.${values.stack}.yaml); run \`pulumi up\` (or sync-routes) to apply it`);
+    } else {
+      const svc = listed.services.find((s) => s.metadata?.namespace === namespace && s.metadata?.labels?.[LABEL.service] === service && s.metadata?.labels?.[LABEL.version] === row.shift.to);
+      const core = kc.makeApiClient(k8s.CoreV1Api);
+      try {
+        await core.patchNamespacedService(
+          { name: svc!.metadata!.name!, namespace, body: { metadata: { annotations: { [SHIFT_ANNOTATION.reversed]: at } } } },
+          k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+        );
+      } catch (e) {
+        throw describeKubeError(kc, `annotating Service ${namespace}/${svc?.metadata?.name}`, e);
+      }
+      console.log(`reversed the shift of ${target} at ${at} (annotated Service ${namespace}/${svc!.metadata!.name}); sync-routes applies it`);
+    }
+    return 0;
+  }
+  for (const line of shiftTable(rows, now, values.all ?? false)) console.log(line);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(`shifts: ${(e as Error).message}`);
+    process.exit(1);
+  },
+);
