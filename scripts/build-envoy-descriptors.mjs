@@ -9,6 +9,11 @@
 //   protos (OpenCensus, OpenTelemetry, Prometheus) that some v3 files import.
 // - validate/validate.proto in the package lacks StringRules.ignore_empty = 26,
 //   which the Envoy API uses; a patched copy adds it so the option decodes.
+// - The package's Envoy API predates two fields of UpstreamTlsContext that the
+//   gateways use (Envoy 1.40 has them): auto_host_sni = 6 (SNI from the
+//   upstream host's DNS name) and auto_sni_san_validation = 7 (check the
+//   certificate against that SNI). A patched copy adds them, with Envoy's
+//   own names and numbers.
 // Runs from `npm install` (the `prepare` script); safe to run again.
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -94,6 +99,17 @@ try {
     );
     if (patched === original) throw new Error("could not patch StringRules in validate.proto");
     writeFileSync(validateProto, patched);
+  }
+  const tlsProto = join(work, "envoy-api/envoy/extensions/transport_sockets/tls/v3/tls.proto");
+  const tls = readFileSync(tlsProto, "utf8").replace(/\r\n/g, "\n");
+  if (!/auto_host_sni\s*=/.test(tls)) {
+    const patchedTls = tls.replace(
+      /(message UpstreamTlsContext \{[\s\S]*?)(\n\}\n)/,
+      (_, body, end) =>
+        `${body}\n\n  // Added by envoy-gateways from Envoy's current API (absent from this copy).\n  bool auto_host_sni = 6;\n\n  bool auto_sni_san_validation = 7;${end}`,
+    );
+    if (patchedTls === tls) throw new Error("could not patch UpstreamTlsContext in tls.proto");
+    writeFileSync(tlsProto, patchedTls);
   }
   writeFileSync(
     join(work, "buf.yaml"),

@@ -61,11 +61,9 @@ export function gatewayContext(config: StackConfig, gateway: GatewayName, option
   const paths = options.paths ?? POD_PATHS;
   const rateLimits = new Map<number, Json>();
   const up = config.upstream;
-  const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions: upstreamProtocolOptions(config, "verify") };
-  const dev =
-    config.devNamespaces.upstreamTls === "verify"
-      ? production
-      : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions: upstreamProtocolOptions(config, "encrypt-only") };
+  const protocolOptions = upstreamProtocolOptions(config);
+  const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions };
+  const dev = config.devNamespaces.upstreamTls === "verify" ? production : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions };
   const shared: SharedParts = {
     clusterType: "STRICT_DNS",
     connectTimeout: envoyDuration(up.connectTimeout),

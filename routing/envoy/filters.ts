@@ -92,7 +92,8 @@ export function accessLog(): Json[] {
             flags: "%RESPONSE_FLAGS%",
             duration_ms: "%DURATION%",
             method: "%REQ(:METHOD)%",
-            host: "%REQ(:AUTHORITY)%",
+            // The client's host: routes rewrite Host to the Service name and keep the original here.
+            host: "%REQ(X-FORWARDED-HOST?:AUTHORITY)%",
             path: "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
             protocol: "%PROTOCOL%",
             client: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",

@@ -30,10 +30,10 @@ export function downstreamTransportSocket(config: StackConfig, paths: EnvoyPaths
 }
 
 /**
- * Upstream TLS to pods. `verify`: client certificate plus verification
- * against the CA (production, and dev when so configured); the SAN checked
- * is the Service host (auto_san_validation in the protocol options).
- * `encrypt-only`: TLS without verification.
+ * Upstream TLS to pods. SNI is the Service's DNS name (the cluster's host,
+ * auto_host_sni). `verify`: client certificate plus verification against the
+ * CA, the certificate's DNS SAN matching that SNI (production, and dev when
+ * so configured). `encrypt-only`: TLS without verification.
  */
 export function upstreamTransportSocket(paths: EnvoyPaths, mode: "verify" | "encrypt-only"): Json {
   const common_tls_context =
@@ -44,20 +44,20 @@ export function upstreamTransportSocket(paths: EnvoyPaths, mode: "verify" | "enc
           validation_context_sds_secret_config: sdsSecret(paths, SECRET.upstreamCa),
         }
       : { tls_params: { tls_minimum_protocol_version: "TLSv1_2" }, validation_context: { trust_chain_verification: "ACCEPT_UNTRUSTED" } };
-  return { name: "envoy.transport_sockets.tls", typed_config: { "@type": TYPE.upstreamTls, common_tls_context } };
+  const typed: Json = { "@type": TYPE.upstreamTls, common_tls_context, auto_host_sni: true };
+  if (mode === "verify") typed.auto_sni_san_validation = true;
+  return { name: "envoy.transport_sockets.tls", typed_config: typed };
 }
 
 /**
- * HTTP options of upstream connections: SNI (and, when verifying, the SAN
- * check) from the rewritten host, pooled connections closed after the idle
- * timeout, HTTP/1.1 or HTTP/2 with bounded windows.
+ * HTTP options of upstream connections: pooled connections closed after the
+ * idle timeout, HTTP/1.1 or HTTP/2 with bounded windows.
  */
-export function upstreamProtocolOptions(config: StackConfig, mode: "verify" | "encrypt-only"): Json {
+export function upstreamProtocolOptions(config: StackConfig): Json {
   const edge = config.edge;
   return {
     "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
       "@type": TYPE.httpProtocolOptions,
-      upstream_http_protocol_options: mode === "verify" ? { auto_sni: true, auto_san_validation: true } : { auto_sni: true },
       common_http_protocol_options: { idle_timeout: envoyDuration(config.upstream.idleTimeout) },
       explicit_http_config:
         config.upstream.protocol === "http2"

@@ -107,8 +107,8 @@ describe("clusters", () => {
     const tls = get(cluster("default_batch"), "transport_socket.typed_config.common_tls_context") as Json;
     expect(get(tls, "validation_context_sds_secret_config.name")).toBe("upstream-ca");
     expect((tls.tls_certificate_sds_secret_configs as Json[])[0]!.name).toBe("upstream-client-cert");
-    const options = get(cluster("default_batch"), "typed_extension_protocol_options") as Json;
-    expect(get(options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"], "upstream_http_protocol_options")).toEqual({ auto_sni: true, auto_san_validation: true });
+    // SNI is the Service's DNS name (the cluster's host); the certificate's SAN must match it.
+    expect(get(cluster("default_batch"), "transport_socket.typed_config")).toMatchObject({ auto_host_sni: true, auto_sni_san_validation: true });
   });
 
   it("treats dev upstreams as the stack says: verify in prod, encrypt-only in dev", () => {
@@ -118,6 +118,8 @@ describe("clusters", () => {
     const devFiles = renderGateway(dev, buildRoutingTable(dev, { "pr-1": ["batch"] }), "gateway");
     const devCluster = (devFiles.documents.cds.resources as Json[]).find((c) => c.name === "pr-1_batch")!;
     expect(get(devCluster, "transport_socket.typed_config.common_tls_context.validation_context")).toEqual({ trust_chain_verification: "ACCEPT_UNTRUSTED" });
+    expect(get(devCluster, "transport_socket.typed_config")).toMatchObject({ auto_host_sni: true });
+    expect(get(devCluster, "transport_socket.typed_config.auto_sni_san_validation")).toBeUndefined();
   });
 
   it("names clusters <namespace>_<service>: no dots (stats tags) and no ambiguity", () => {
