@@ -43,31 +43,30 @@ export function serviceCluster(ctx: GatewayContext, service: RoutedService, stac
   return cluster;
 }
 
-/** The ext_authz service (HTTPS, verified like production upstreams). */
-export function extAuthzCluster(ctx: GatewayContext): Json {
-  const a = ctx.config.auth;
+/** A bootstrap cluster for one in-cluster Service, resolved like the routed ones. */
+function serviceDnsCluster(ctx: GatewayContext, name: string, target: { service: string; namespace: string; port: number }): Json {
   return {
-    name: STATIC_CLUSTER.extAuthz,
+    name,
     type: "STRICT_DNS",
     connect_timeout: ctx.shared.connectTimeout,
-    load_assignment: loadAssignment(STATIC_CLUSTER.extAuthz, serviceHost(a.service, a.namespace, ctx.config.clusterDomain), a.port),
+    load_assignment: loadAssignment(name, serviceHost(target.service, target.namespace, ctx.config.clusterDomain), target.port),
+    respect_dns_ttl: true,
+  };
+}
+
+/** The ext_authz service (HTTPS, verified like production upstreams). */
+export function extAuthzCluster(ctx: GatewayContext): Json {
+  return {
+    ...serviceDnsCluster(ctx, STATIC_CLUSTER.extAuthz, ctx.config.auth),
     transport_socket: ctx.shared.production.transportSocket,
     typed_extension_protocol_options: ctx.shared.production.protocolOptions,
     circuit_breakers: ctx.shared.circuitBreakers,
-    respect_dns_ttl: true,
   };
 }
 
 /** The ACME HTTP-01 solver (plain HTTP inside the cluster). */
 export function acmeCluster(ctx: GatewayContext): Json {
-  const a = ctx.config.acme;
-  return {
-    name: STATIC_CLUSTER.acme,
-    type: "STRICT_DNS",
-    connect_timeout: ctx.shared.connectTimeout,
-    load_assignment: loadAssignment(STATIC_CLUSTER.acme, serviceHost(a.service, a.namespace, ctx.config.clusterDomain), a.port),
-    respect_dns_ttl: true,
-  };
+  return serviceDnsCluster(ctx, STATIC_CLUSTER.acme, ctx.config.acme);
 }
 
 /** Envoy's own admin interface, reached only through the metrics listener's one route. */
