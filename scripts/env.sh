@@ -23,7 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ensure_node
 
 missing=()
-for dir in "$(pulumi_bin_dir)" "$(pulumi_nodejs_bin_dir)" "$(pulumi_kubernetes_bin_dir)" \
+for dir in "$(pulumi_bin_dir)" "$(pulumi_kubernetes_bin_dir)" \
   "$(envoy_bin_dir)" "$(etcd_bin_dir)" "$(kubernetes_bin_dir)"; do
   [[ -d "$dir" ]] || missing+=("$dir")
   PATH="$dir:$PATH"

@@ -50,8 +50,8 @@ use_go_cache() {
 envoy_bin_dir()        { echo "$EG_CACHE/envoy-$ENVOY_VERSION/bin"; }
 etcd_bin_dir()         { echo "$EG_CACHE/etcd-$ETCD_VERSION/bin"; }
 kubernetes_bin_dir()   { echo "$EG_CACHE/kubernetes-$KUBERNETES_VERSION/bin"; }
+# pulumi, pulumi-language-nodejs and pulumi-resource-pulumi-nodejs:
 pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
-pulumi_nodejs_bin_dir() { echo "$EG_CACHE/pulumi-language-nodejs-$PULUMI_LANGUAGE_NODEJS_VERSION/bin"; }
 pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
 # PULUMI_HOME with the Kubernetes provider registered (plugins/resource-kubernetes-v<version>).
 pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }

