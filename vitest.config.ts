@@ -17,6 +17,9 @@ export default defineConfig({
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
+          // One local cluster (etcd + kube-apiserver + kube-controller-manager) per run,
+          // provided to the tests as inject("cluster"); stopped when the run ends.
+          globalSetup: ["test/support/global-setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 300_000,
           fileParallelism: false,

@@ -1,0 +1,90 @@
+// Paths of the real components that scripts/build-components.sh puts into the
+// per-user cache, read from scripts/versions.env so they always match the pins.
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+
+/** Root of this repository. */
+export const repoRoot = resolve(__dirname, "../..");
+
+/** The pinned versions in scripts/versions.env, as KEY -> value. */
+export function pinnedVersions(): Record<string, string> {
+  const text = readFileSync(join(repoRoot, "scripts/versions.env"), "utf8");
+  const versions: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const match = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (match) versions[match[1]!] = match[2]!.replace(/^["']|["']$/g, "");
+  }
+  return versions;
+}
+
+/** The per-user cache: $EG_CACHE, else $XDG_CACHE_HOME/envoy-gateways, else ~/.cache/envoy-gateways. */
+export function cacheDir(): string {
+  if (process.env.EG_CACHE) return process.env.EG_CACHE;
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "envoy-gateways");
+}
+
+export interface Components {
+  versions: Record<string, string>;
+  envoy: string;
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  /** Directory with pulumi, pulumi-language-nodejs and pulumi-resource-pulumi-nodejs. */
+  pulumiBinDir: string;
+  pulumi: string;
+  /** Directory with pulumi-resource-kubernetes. */
+  kubernetesProviderBinDir: string;
+  /** PULUMI_HOME in which the Kubernetes provider is registered. */
+  pulumiHome: string;
+}
+
+function pick(versions: Record<string, string>, key: string): string {
+  const value = versions[key];
+  if (!value) throw new Error(`scripts/versions.env has no ${key}`);
+  return value;
+}
+
+/** Where each component lives in the cache (whether or not it was built yet). */
+export function componentPaths(): Components {
+  const v = pinnedVersions();
+  const cache = cacheDir();
+  const bin = (entry: string) => join(cache, entry, "bin");
+  const pulumiBinDir = bin(`pulumi-${pick(v, "PULUMI_VERSION")}`);
+  const kubernetesBin = bin(`kubernetes-${pick(v, "KUBERNETES_VERSION")}`);
+  return {
+    versions: v,
+    envoy: join(bin(`envoy-${pick(v, "ENVOY_VERSION")}`), "envoy"),
+    etcd: join(bin(`etcd-${pick(v, "ETCD_VERSION")}`), "etcd"),
+    kubeApiserver: join(kubernetesBin, "kube-apiserver"),
+    kubeControllerManager: join(kubernetesBin, "kube-controller-manager"),
+    pulumiBinDir,
+    pulumi: join(pulumiBinDir, "pulumi"),
+    kubernetesProviderBinDir: bin(`pulumi-kubernetes-${pick(v, "PULUMI_KUBERNETES_VERSION")}`),
+    pulumiHome: join(cache, "pulumi-home"),
+  };
+}
+
+/** componentPaths(), after checking that every component is there. */
+export function requireComponents(): Components {
+  const c = componentPaths();
+  const required = [
+    c.envoy,
+    c.etcd,
+    c.kubeApiserver,
+    c.kubeControllerManager,
+    c.pulumi,
+    join(c.pulumiBinDir, "pulumi-resource-pulumi-nodejs"),
+    join(c.pulumiBinDir, "pulumi-language-nodejs"),
+    join(c.kubernetesProviderBinDir, "pulumi-resource-kubernetes"),
+    join(c.pulumiHome, "plugins", `resource-kubernetes-v${c.versions.PULUMI_KUBERNETES_VERSION}`),
+  ];
+  const missing = required.filter((path) => !existsSync(path));
+  if (missing.length > 0) {
+    throw new Error(
+      `real components missing from the cache ${cacheDir()}:\n  ${missing.join("\n  ")}\n` +
+        `run scripts/build-components.sh (from ${repoRoot}) to build them`,
+    );
+  }
+  return c;
+}

@@ -1,0 +1,18 @@
+// vitest globalSetup of the e2e project: one local cluster for the whole run,
+// stopped (and its state directory removed) when the run ends.
+import type { TestProject } from "vitest/node";
+import { startLocalCluster, stopLocalCluster, type LocalCluster } from "./cluster.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    cluster: LocalCluster;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const cluster = await startLocalCluster();
+  project.provide("cluster", cluster);
+  return async () => {
+    await stopLocalCluster(cluster, true);
+  };
+}

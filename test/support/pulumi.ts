@@ -1,0 +1,168 @@
+// Runs the real pulumi CLI (with the cached Node language host and Kubernetes
+// provider) against a program, with a local file backend in a temporary directory.
+import { spawn } from "node:child_process";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { repoRoot, requireComponents } from "./components.js";
+
+export interface PulumiResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface PulumiWorkspaceOptions {
+  /**
+   * Directory holding Pulumi.yaml. It is copied into the workspace (so stack files such
+   * as Pulumi.<stack>.yaml never land in the repository), with node_modules linked to
+   * the repository's.
+   */
+  programDir: string;
+  /** Stack to create; default "test". */
+  stack?: string;
+  /** Passphrase of the stack's secrets; default a fixed test passphrase. */
+  passphrase?: string;
+  /** Extra environment variables for every pulumi command. */
+  env?: Record<string, string>;
+}
+
+export class PulumiWorkspace {
+  /** Temporary directory holding the program copy and the file backend; removed by dispose(). */
+  readonly dir: string;
+  readonly stack: string;
+  /** The copy of the program the commands run in. */
+  readonly programDir: string;
+  readonly env: Record<string, string>;
+
+  constructor(options: PulumiWorkspaceOptions) {
+    const c = requireComponents();
+    this.stack = options.stack ?? "test";
+    this.dir = mkdtempSync(join(tmpdir(), "eg-pulumi-"));
+    mkdirSync(join(this.dir, "backend"));
+    this.programDir = join(this.dir, "program");
+    cpSync(options.programDir, this.programDir, {
+      recursive: true,
+      filter: (src) => !/[\\/](node_modules|Pulumi\.[^\\/]+\.yaml)$/.test(src),
+    });
+    symlinkSync(join(repoRoot, "node_modules"), join(this.programDir, "node_modules"), "dir");
+    const path = [
+      dirname(process.execPath), // the Node 22 running the tests runs the program too
+      c.pulumiBinDir,
+      c.kubernetesProviderBinDir,
+      process.env.PATH ?? "",
+    ].join(delimiter);
+    this.env = {
+      ...stringEnv(process.env),
+      PATH: path,
+      PULUMI_HOME: c.pulumiHome,
+      PULUMI_BACKEND_URL: `file://${join(this.dir, "backend")}`,
+      PULUMI_CONFIG_PASSPHRASE: options.passphrase ?? "envoy-gateways-test",
+      PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+      PULUMI_SKIP_UPDATE_CHECK: "1",
+      PULUMI_SKIP_CONFIRMATIONS: "true",
+      NO_COLOR: "1",
+      ...options.env,
+    };
+    delete this.env.PULUMI_CONFIG_PASSPHRASE_FILE;
+    delete this.env.PULUMI_ACCESS_TOKEN;
+  }
+
+  /** Runs `pulumi ARGS` in the program directory; never throws on a non-zero exit. */
+  run(args: string[], timeoutMs = 240_000): Promise<PulumiResult> {
+    const c = requireComponents();
+    return new Promise((resolve, reject) => {
+      const child = spawn(c.pulumi, ["--non-interactive", "--color", "never", ...args], {
+        cwd: this.programDir,
+        env: this.env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      child.on("error", (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      child.on("close", (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout, stderr });
+      });
+    });
+  }
+
+  /** Like run(), but throws with the command's output unless it exits 0. */
+  async ok(args: string[], timeoutMs?: number): Promise<PulumiResult> {
+    const result = await this.run(args, timeoutMs);
+    if (result.code !== 0) {
+      throw new Error(
+        `pulumi ${args.join(" ")} exited with ${result.code ?? result.signal}\n` +
+          `--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`,
+      );
+    }
+    return result;
+  }
+
+  /** Creates the stack in the file backend. */
+  async init(): Promise<void> {
+    await this.ok(["stack", "init", this.stack]);
+  }
+
+  /** Sets a config value of the stack (as a secret when `secret`). */
+  async setConfig(key: string, value: string, secret = false): Promise<void> {
+    // --  so that values starting with "-" are not taken for flags.
+    await this.ok(["config", "set", "--stack", this.stack, ...(secret ? ["--secret"] : ["--plaintext"]), key, "--", value]);
+  }
+
+  /** The stack's outputs, with secrets shown. */
+  async outputs(): Promise<Record<string, unknown>> {
+    const result = await this.ok(["stack", "output", "--stack", this.stack, "--json", "--show-secrets"]);
+    return JSON.parse(result.stdout) as Record<string, unknown>;
+  }
+
+  /**
+   * An executable that runs the Node policy pack in `packDir` (PulumiPolicy.yaml,
+   * package.json with a version, index.ts); pass it to `--policy-pack`.
+   *
+   * The engine starts a policy pack *directory* through the Node language host's
+   * RunPlugin, which the language host built here (v3.68.0, see
+   * docs/real-components.md) lacks. For an executable file the engine instead runs it
+   * as a binary analyzer plugin with the engine address as its argument; this one runs
+   * @pulumi/pulumi's cmd/run-policy-pack on the pack, which is what the language host
+   * would run.
+   */
+  policyPackLauncher(packDir: string): string {
+    const runPolicyPack = createRequire(join(packDir, "package.json")).resolve("@pulumi/pulumi/cmd/run-policy-pack");
+    const launcher = join(this.dir, `policy-pack-${randomSuffix()}`);
+    writeFileSync(
+      launcher,
+      `#!/bin/sh\ncd ${shellQuote(packDir)} && exec node ${shellQuote(runPolicyPack)} "$1" ${shellQuote(packDir)}\n`,
+    );
+    chmodSync(launcher, 0o755);
+    return launcher;
+  }
+
+  /** Removes the stack (if still there) and the temporary directory. */
+  async dispose(): Promise<void> {
+    await this.run(["stack", "rm", "--stack", this.stack, "--yes", "--force"]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function randomSuffix(): string {
+  return Math.random().toString(36).slice(2, 10);
+}
+
+function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
+  return out;
+}
