@@ -99,15 +99,17 @@ export function checkFailures(inputs: RoutesInputs): { property: string; reason:
 }
 
 /**
- * diff(): a change when the routes or config differ, when a refresh found the
- * ConfigMap edited out of band, or when what was written is not what these
- * inputs render; owning another ConfigMap means replacing the resource.
+ * diff(): a change when the routes differ, when what these inputs render is
+ * not what was written (a stack config change that reaches cds.yaml or
+ * rds.yaml), or when a refresh found the ConfigMap edited out of band. Stack
+ * config that does not change the rendered files (a service's replica count,
+ * the bootstrap's settings) is not a change of this resource. Owning another
+ * ConfigMap means replacing the resource.
  */
 export function diffRoutes(olds: RoutesOutputs, news: RoutesInputs): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
   const replaces = (["gateway", "namespace", "configMap"] as const).filter((k) => olds[k] !== news[k]);
   const changed =
     !isDeepStrictEqual(olds.routes, news.routes) ||
-    !isDeepStrictEqual(olds.config, news.config) ||
     (olds.kubeconfig ?? "") !== (news.kubeconfig ?? "") ||
     olds.drift !== undefined ||
     olds.dataDigest !== digest(render(news));

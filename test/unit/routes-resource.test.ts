@@ -100,6 +100,13 @@ describe("diff", () => {
     expect(diffRoutes(state, inputs()).changes).toBe(true);
   });
 
+  it("reports no change for stack config that does not reach the xDS files, and a change for config that does", () => {
+    const more = { ...configInput, services: configInput.services.map((s) => (s.name === "batch" ? { ...s, replicas: 9 } : s)) };
+    expect(diffRoutes(written(inputs()), { ...inputs(), config: more }).changes).toBe(false);
+    const slower = { ...configInput, upstream: { ...configInput.upstream, connectTimeout: "9s" } };
+    expect(diffRoutes(written(inputs()), { ...inputs(), config: slower }).changes).toBe(true);
+  });
+
   it("replaces the resource when it should own another ConfigMap", () => {
     expect(diffRoutes(written(inputs()), { ...inputs(), configMap: "other-xds" }).replaces).toEqual(["configMap"]);
   });

@@ -1,0 +1,57 @@
+// The envoy-gateways program itself on the local cluster, through the real
+// engine: a workspace holding a copy of the project and a stack whose config
+// is one of the repository's stack files, pointed at the local cluster
+// (kubeconfig as a secret, skipAwait since no kubelet runs pods).
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "yaml";
+import type { LocalCluster } from "./cluster.js";
+import { repoRoot } from "./components.js";
+import { PulumiWorkspace } from "./pulumi.js";
+
+export interface ProgramStackOptions {
+  /** Which stack file's config to start from (Pulumi.<from>.yaml). */
+  from: "dev" | "prod";
+  /** Name of the stack in the workspace (default: "local"). */
+  stack?: string;
+  /** Kubeconfig file for the program (default: the cluster's admin). */
+  kubeconfig?: string;
+}
+
+export class ProgramStack {
+  private constructor(
+    readonly ws: PulumiWorkspace,
+    readonly cluster: LocalCluster,
+  ) {}
+
+  static async create(cluster: LocalCluster, options: ProgramStackOptions): Promise<ProgramStack> {
+    const ws = new PulumiWorkspace({ programDir: repoRoot, stack: options.stack ?? "local" });
+    await ws.init();
+    // The stack file's config, as is (init wrote the stack's encryption salt into the file).
+    const config = (parse(readFileSync(join(repoRoot, `Pulumi.${options.from}.yaml`), "utf8")) as { config: Record<string, unknown> }).config;
+    const stackFile = join(ws.programDir, `Pulumi.${ws.stack}.yaml`);
+    const lines = ["", "config:"];
+    for (const [key, value] of Object.entries(config)) lines.push(`  ${key}: ${JSON.stringify(value)}`);
+    appendFileSync(stackFile, `${lines.join("\n")}\n`);
+    await ws.setConfig("envoy-gateways:skipAwait", "true");
+    await ws.setConfig("envoy-gateways:kubeconfig", readFileSync(options.kubeconfig ?? cluster.kubeconfig, "utf8"), true);
+    return new ProgramStack(ws, cluster);
+  }
+
+  /** Runs an npm script of the project (sync-routes, shifts) in the workspace, with its engine environment. */
+  npmEnv(extra: Record<string, string> = {}): Record<string, string> {
+    return { ...this.ws.env, ...extra };
+  }
+
+  core(kubeconfig = this.cluster.kubeconfig): CoreV1Api {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    return kc.makeApiClient(CoreV1Api);
+  }
+
+  async dispose(): Promise<void> {
+    await this.ws.run(["destroy", "--yes", "--stack", this.ws.stack], 300_000);
+    await this.ws.dispose();
+  }
+}
