@@ -268,6 +268,7 @@ status() {
 }
 
 case "$cmd" in
+  -h|--help|help) usage ;;
   start) start ;;
   stop) stop_all && rm -f "$STATE_DIR/cluster.json" && log "stopped ($STATE_DIR)" ;;
   status) status ;;

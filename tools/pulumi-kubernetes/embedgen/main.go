@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 )
 
 const providerModule = "github.com/pulumi/pulumi-kubernetes/provider/v4"
@@ -47,15 +46,23 @@ func main() {
 	}
 }
 
-// moduleDir asks the go command where the required provider module is unpacked.
+// moduleDir downloads the provider module at the version go.mod selects (if it is not
+// in the module cache yet) and returns the directory it is unpacked in.
 func moduleDir() string {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", providerModule)
+	cmd := exec.Command("go", "mod", "download", "-json", providerModule)
 	cmd.Stderr = os.Stderr
-	dir, err := cmd.Output()
+	out, err := cmd.Output()
 	if err != nil {
-		fail("go list -m %s: %v", providerModule, err)
+		fail("go mod download %s: %v", providerModule, err)
 	}
-	return strings.TrimSpace(string(dir))
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		fail("go mod download %s: %v", providerModule, err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		fail("go mod download %s: %s", providerModule, info.Error)
+	}
+	return info.Dir
 }
 
 func readJSON(path string, into any) {
