@@ -13,4 +13,6 @@ async function main() {
   };
 }
 
-export = main();
+// Exported as a function: the engine calls it and awaits it at once, so a
+// failure is reported as this program's error (not as an unhandled rejection).
+export = main;

@@ -1,6 +1,7 @@
 // Discovery at program time: the dev/PR namespaces labelled for routing and
 // their labelled Services, read from the cluster in two list requests.
 import * as pulumi from "@pulumi/pulumi";
+import { runError } from "./run-error.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { DevNamespaces } from "../routing/table.js";
@@ -16,7 +17,7 @@ export async function discoverDevNamespaces(config: StackConfig): Promise<DevNam
   try {
     listed = await listRoutedObjects(loadKubeConfig(config.kubeconfig), config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
   } catch (e) {
-    throw new pulumi.RunError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
+    throw runError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
   }
   const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
   for (const p of [...found.problems, ...found.warnings]) pulumi.log.warn(`${p.key} ${p.message}`);

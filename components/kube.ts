@@ -42,6 +42,22 @@ function safeJson(text: string): unknown {
 /** Counts API requests made through this module (for the discovery benchmark). */
 export const apiRequests = { count: 0 };
 
+/** How long one API request may take before it counts as failed (an API server that accepts connections but never answers). */
+export const API_TIMEOUT_MS = 20_000;
+
+/** `call`, or an error saying the API server did not answer in time. */
+async function withTimeout<T>(kc: k8s.KubeConfig, call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error("timed out"), { code: `no answer within ${API_TIMEOUT_MS / 1000}s` })), API_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([call, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * The routed namespaces (by the stack's label selector) and every Service
  * carrying the routing labels, cluster-wide: two requests, whatever the
@@ -53,13 +69,13 @@ export async function listRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: s
   let services: k8s.V1ServiceList;
   try {
     apiRequests.count++;
-    namespaces = await core.listNamespace({ labelSelector: namespaceSelector });
+    namespaces = await withTimeout(kc, core.listNamespace({ labelSelector: namespaceSelector }));
   } catch (e) {
     throw describeKubeError(kc, `listing namespaces labelled ${namespaceSelector}`, e);
   }
   try {
     apiRequests.count++;
-    services = await core.listServiceForAllNamespaces({ labelSelector: serviceSelector });
+    services = await withTimeout(kc, core.listServiceForAllNamespaces({ labelSelector: serviceSelector }));
   } catch (e) {
     throw describeKubeError(kc, `listing Services labelled ${serviceSelector}`, e);
   }
@@ -77,7 +93,7 @@ export async function readConfigMap(kc: k8s.KubeConfig, namespace: string, name:
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
     apiRequests.count++;
-    const cm = await core.readNamespacedConfigMap({ name, namespace });
+    const cm = await withTimeout(kc, core.readNamespacedConfigMap({ name, namespace }));
     return { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? "", annotations: cm.metadata?.annotations ?? {} };
   } catch (e) {
     if (e instanceof k8s.ApiException && e.code === 404) return undefined;
@@ -106,9 +122,9 @@ export async function applyConfigMapData(
   const body = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, resourceVersion, annotations }, data };
   try {
     apiRequests.count++;
-    const written = await core.patchNamespacedConfigMap(
-      { name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true },
-      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply),
+    const written = await withTimeout(
+      kc,
+      core.patchNamespacedConfigMap({ name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply)),
     );
     return written.metadata?.resourceVersion ?? "";
   } catch (e) {

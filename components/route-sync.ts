@@ -134,26 +134,51 @@ export function watchAndSync(
     running = undefined;
     if (stopping) finish();
   };
+  // What changed since the last sync, for the log line.
+  let reasons: string[] = [];
   const schedule = (why: string) => {
     if (stopping) return;
+    if (!reasons.includes(why)) reasons.push(why);
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
-      options.log(`change seen (${why}); syncing`);
+      const shown = reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
+      reasons = [];
+      options.log(`change seen (${shown}); syncing`);
       void runSync();
     }, options.debounceMs);
   };
+  // Watches end every so often (timeoutSeconds, or the connection drops): each
+  // restarts from the last resourceVersion seen, so nothing is replayed or
+  // missed. The first watch (no resourceVersion) lists what exists, which
+  // gives the first sync; a resourceVersion too old to resume from (410)
+  // starts over with a fresh list.
+  const lastVersion = new Map<string, string | undefined>();
   const start = (path: string, labelSelector: string, what: string) => {
     if (stopping) return;
+    const restart = (delayMs: number) => {
+      if (!stopping) setTimeout(() => start(path, labelSelector, what), delayMs);
+    };
     watch
-      .watch(path, { labelSelector }, (phase, obj) => schedule(`${what} ${obj?.metadata?.namespace ? `${obj.metadata.namespace}/` : ""}${obj?.metadata?.name} ${phase.toLowerCase()}`), () => {
-        // The API server ends watches from time to time: start again.
-        if (!stopping) setTimeout(() => start(path, labelSelector, what), 1000);
-      })
+      .watch(
+        path,
+        { labelSelector, resourceVersion: lastVersion.get(path), allowWatchBookmarks: true, timeoutSeconds: 25 },
+        (phase, obj) => {
+          if (phase === "ERROR") {
+            lastVersion.set(path, undefined);
+            schedule(`${what}s listed again`);
+            return;
+          }
+          if (obj?.metadata?.resourceVersion) lastVersion.set(path, obj.metadata.resourceVersion);
+          if (phase === "BOOKMARK") return;
+          schedule(`${what} ${obj?.metadata?.namespace ? `${obj.metadata.namespace}/` : ""}${obj?.metadata?.name} ${phase.toLowerCase()}`);
+        },
+        (err) => restart(err ? 1000 : 0),
+      )
       .then((abort) => aborts.push(abort))
       .catch((e) => {
         options.log(`watching ${what}s failed (${(e as Error).message}); retrying in 5s`);
-        if (!stopping) setTimeout(() => start(path, labelSelector, what), 5000);
+        restart(5000);
       });
   };
   start("/api/v1/namespaces", config.devNamespaces.selector, "namespace");

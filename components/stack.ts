@@ -2,6 +2,7 @@
 // -> the Kubernetes objects of both gateways and every routed service.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { runError } from "./run-error.js";
 import { InputError } from "../routing/config/errors.js";
 import { fromPulumiConfig, parseStackConfig } from "../routing/config/load.js";
 import { GATEWAYS, type GatewayName, type StackConfig } from "../routing/config/schema.js";
@@ -20,7 +21,7 @@ export function loadStackConfig(): StackConfig {
     return parseStackConfig(fromPulumiConfig(pulumi.runtime.allConfig()), `stack ${pulumi.getStack()} config`);
   } catch (e) {
     // RunError: Pulumi prints the message without a stack trace.
-    if (e instanceof InputError) throw new pulumi.RunError(e.message);
+    if (e instanceof InputError) throw runError(e.message);
     throw e;
   }
 }
@@ -47,7 +48,7 @@ export function declareStack(config: StackConfig, devNamespaces: DevNamespaces =
     files = renderGateways(config, buildRoutingTable(config, {}, "stack config", now));
     table = buildRoutingTable(config, devNamespaces, "discovered dev/PR namespaces", now);
   } catch (e) {
-    if (e instanceof InputError) throw new pulumi.RunError(e.message);
+    if (e instanceof InputError) throw runError(e.message);
     throw e;
   }
   const provider = new k8s.Provider("kubernetes", {

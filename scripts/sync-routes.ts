@@ -53,12 +53,18 @@ async function main(): Promise<number> {
     log,
   });
   log(`watching namespaces labelled ${config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`);
+  let stopping = false;
   const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     log(`${signal}: stopping after any sync in progress`);
     watcher.stop();
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
+  // `on`, not `once`: the Automation API's process helper (execa, through
+  // signal-exit) re-raises a signal when no other listener is left, which
+  // would kill this process before the sync in flight finishes.
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
   await watcher.done;
   log("stopped");
   return 0;

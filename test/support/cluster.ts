@@ -57,3 +57,50 @@ export async function localClusterReady(cluster: Pick<LocalCluster, "stateDir">)
     return false;
   }
 }
+
+/**
+ * Stops the cluster's kube-apiserver (its whole process group), runs `whileStopped`,
+ * then starts it again with the same command line and waits until it is ready. etcd
+ * keeps the data, so everything is as before; local-cluster.sh stop still finds it
+ * (the new process writes the same pid file, as the script's launcher does).
+ */
+export async function withApiServerStopped<T>(cluster: LocalCluster, whileStopped: () => Promise<T>): Promise<T> {
+  const { readFileSync: read, existsSync: exists, openSync, closeSync } = await import("node:fs");
+  const { spawn } = await import("node:child_process");
+  const pidFile = join(cluster.stateDir, "run", "kube-apiserver.pid");
+  const pid = Number(read(pidFile, "utf8").trim());
+  const argv = read(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  process.kill(-pid, "SIGTERM");
+  for (let i = 0; i < 150 && exists(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 100));
+  if (exists(`/proc/${pid}`)) process.kill(-pid, "SIGKILL");
+  try {
+    return await whileStopped();
+  } finally {
+    const log = openSync(join(cluster.stateDir, "logs", "kube-apiserver.log"), "a");
+    const child = spawn("setsid", ["bash", "-c", 'echo $$ >"$0"; exec "$@"', pidFile, ...argv], { stdio: ["ignore", log, log], detached: true });
+    child.unref();
+    closeSync(log);
+    const deadline = Date.now() + 120_000;
+    while (!(await apiServerReady(cluster))) {
+      if (Date.now() > deadline) throw new Error(`kube-apiserver did not come back within 120 s (see ${cluster.stateDir}/logs/kube-apiserver.log)`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+async function apiServerReady(cluster: LocalCluster): Promise<boolean> {
+  const { KubeConfig } = await import("@kubernetes/client-node");
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster.kubeconfig);
+  const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  await kc.applyToHTTPSOptions(opts as never);
+  const https = await import("node:https");
+  return new Promise((resolve) => {
+    const req = https.get(`${cluster.server}/readyz`, { ...opts, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("error", () => resolve(false));
+    req.on("timeout", () => req.destroy());
+  });
+}

@@ -1,0 +1,208 @@
+// Routes follow namespaces, on the local cluster through the real engine:
+// sync-routes adds and removes a dev/PR namespace's routes, the preview diff
+// shows them, a plain `pulumi up` keeps them, a refresh sees an out-of-band
+// edit and `up` repairs it, failures change nothing, and --watch follows
+// namespaces as they come.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { routingLabels } from "../../routing/labels.js";
+import { withApiServerStopped } from "../support/cluster.js";
+import { repoRoot } from "../support/components.js";
+import { ProgramStack } from "../support/program.js";
+
+const cluster = inject("cluster");
+let stack: ProgramStack;
+const DEV = "envoy-gateways.io/routes";
+
+beforeAll(async () => {
+  stack = await ProgramStack.create(cluster, { from: "dev", stack: "routes" });
+  await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
+});
+
+afterAll(async () => {
+  await stack?.dispose();
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `npm run sync-routes -- --stack routes` in the workspace (the same engine environment as `pulumi up`). */
+function syncRoutes(args: string[] = []): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "sync-routes.ts"), "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, ...args], {
+      cwd: repoRoot,
+      env: stack.ws.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d));
+    child.stderr.on("data", (d: Buffer) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function devNamespace(name: string, services: string[], labelled = true): Promise<void> {
+  const core = stack.core();
+  await core.createNamespace({ body: { metadata: { name, labels: labelled ? { [DEV]: "dev" } : {} } } });
+  for (const service of services) {
+    await core.createNamespacedService({
+      namespace: name,
+      body: {
+        metadata: { name: service, labels: routingLabels({ service, weight: 100, replicas: 2, websocket: false }) },
+        spec: { clusterIP: "None", selector: { app: service }, ports: [{ name: "https", port: 443, targetPort: 443 }] },
+      },
+    });
+  }
+}
+
+async function xds(gateway = "gateway"): Promise<Record<string, string>> {
+  return (await stack.core().readNamespacedConfigMap({ name: `${gateway}-xds`, namespace: "default" })).data ?? {};
+}
+
+const routeOf = (ns: string, svc: string) => `"path_separated_prefix":"/${ns}/${svc}"`;
+
+describe("sync-routes", () => {
+  it("adds a labelled namespace's routes and clusters to both gateways, printing them", async () => {
+    await devNamespace("pr-e2e-1", ["batch"]);
+    const r = await syncRoutes();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("+ pr-e2e-1/batch on gateway: https://internal.dev.example.org/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)");
+    expect(r.stdout).toContain("+ pr-e2e-1/batch on internal-gateway: https://internal.dev.hail/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)");
+    expect(r.stdout).toMatch(/synced in [\d.]+s: 2 added, 0 removed, 0 changed/);
+    for (const gateway of ["gateway", "internal-gateway"]) {
+      const data = await xds(gateway);
+      expect(data["rds.yaml"]).toContain(routeOf("pr-e2e-1", "batch"));
+      expect(data["cds.yaml"]).toContain('"name":"pr-e2e-1_batch"');
+    }
+  });
+
+  it("ignores a namespace without the routing label", async () => {
+    await devNamespace("plain-e2e", ["batch"], false);
+    const r = await syncRoutes();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/0 added, 0 removed/);
+    expect((await xds())["rds.yaml"]).not.toContain("/plain-e2e/");
+  });
+
+  it("shows a new namespace's routes in `pulumi preview --diff`, keyed by id", async () => {
+    await devNamespace("pr-e2e-2", ["ci"]);
+    const preview = await stack.ws.ok(["preview", "--diff"], 300_000);
+    expect(preview.stdout).toMatch(/\+ pr-e2e-2\/ci\s*: \{/);
+    expect(preview.stdout).toContain('match    : "https://internal.dev.example.org/pr-e2e-2/ci"');
+    expect(preview.stdout).toMatch(/\+ pr-e2e-2_ci: \{/);
+    expect(preview.stdout).toMatch(/Resources:\s+~ 2 to update/);
+    const r = await syncRoutes();
+    expect(r.stdout).toMatch(/2 added, 0 removed/);
+  });
+
+  it("removes the routes of a deleted namespace", async () => {
+    await stack.core().deleteNamespace({ name: "pr-e2e-1" });
+    const r = await syncRoutes();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("- pr-e2e-1/batch on gateway");
+    expect((await xds())["rds.yaml"]).not.toContain(routeOf("pr-e2e-1", "batch"));
+    expect((await xds())["cds.yaml"]).not.toContain("pr-e2e-1_batch");
+  });
+
+  it("a plain `pulumi up` keeps the dev routes, and a second one changes nothing", async () => {
+    await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
+    expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-2", "ci"));
+    const again = await stack.ws.run(["preview", "--expect-no-changes"], 300_000);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+  });
+
+  it("`pulumi refresh` reports an out-of-band edit of the ConfigMap and `pulumi up` repairs it", async () => {
+    const good = await xds();
+    const edited = good["rds.yaml"]!.split("\n").filter((l) => !l.includes(routeOf("pr-e2e-2", "ci"))).join("\n");
+    await stack.core().patchNamespacedConfigMap({ name: "gateway-xds", namespace: "default", body: { data: { "rds.yaml": edited } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    const refresh = await stack.ws.ok(["refresh", "--yes", "--skip-preview", "--diff"], 300_000);
+    expect(refresh.stdout).toMatch(/~ pulumi-nodejs:dynamic\/envoy-gateways:Routes: \(update\)[\s\S]*gateway-routes/);
+    expect(refresh.stdout).toMatch(/- pr-e2e-2\/ci/);
+    await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
+    expect(await xds()).toEqual(good);
+  });
+
+  it("fails with a clear error and changes nothing for a user without the rights", async () => {
+    const before = await xds();
+    await devNamespace("pr-e2e-4", ["memory"]);
+    await stack.ws.setConfig("envoy-gateways:kubeconfig", readFileSync(cluster.restrictedKubeconfig, "utf8"), true);
+    try {
+      const r = await syncRoutes();
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/failed; the xDS ConfigMaps keep their content/);
+      expect(r.stderr).toMatch(/listing namespaces labelled envoy-gateways\.io\/routes=dev: restricted-user is not allowed to \(403 Forbidden/);
+    } finally {
+      await stack.ws.setConfig("envoy-gateways:kubeconfig", readFileSync(cluster.kubeconfig, "utf8"), true);
+    }
+    expect(await xds()).toEqual(before);
+  });
+
+  it("fails with a clear error and changes nothing with the API server stopped", async () => {
+    const before = await xds();
+    const r = await withApiServerStopped(cluster, () => syncRoutes());
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+    expect(await xds()).toEqual(before);
+  });
+
+  it("--watch picks up a new namespace within seconds and stops cleanly on SIGTERM", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "sync-routes.ts"), "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch", "--debounce", "1s"], {
+      cwd: repoRoot,
+      env: stack.ws.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d));
+    child.stderr.on("data", (d: Buffer) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const until = async (what: string, pattern: RegExp, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!pattern.test(out)) {
+        if (Date.now() > deadline) throw new Error(`no ${what} within ${ms} ms; output:\n${out}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    try {
+      // The watches list what exists (one sync), then stay quiet.
+      await until("first sync", /synced in/, 180_000);
+      const created = Date.now();
+      await devNamespace("pr-e2e-3", ["query"]);
+      await until("the namespace event", /change seen \([^)]*namespace pr-e2e-3 added/, 10_000);
+      expect(Date.now() - created).toBeLessThan(10_000);
+      await until("the new route", /\+ pr-e2e-3\/query on gateway/, 180_000);
+      expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-3", "query"));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(out).toMatch(/SIGTERM: stopping after any sync in progress[\s\S]*stopped/);
+    } finally {
+      // On a failure: stop it the clean way (a sync in flight finishes and unlocks the stack), then make sure.
+      if (child.exitCode === null) {
+        child.kill("SIGTERM");
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 240_000))]);
+        child.kill("SIGKILL");
+      }
+    }
+  });
+
+  it("leaves the gateway its production routes when the routes resource is deleted", async () => {
+    const state = JSON.parse((await stack.ws.ok(["stack", "export"])).stdout) as { deployment: { resources: { urn: string; type: string }[] } };
+    const urn = state.deployment.resources.find((r) => r.type.endsWith(":Routes") && r.urn.endsWith("::gateway-routes"))!.urn;
+    await stack.ws.ok(["destroy", "--yes", "--skip-preview", "--target", urn], 300_000);
+    const data = await xds();
+    expect(data["rds.yaml"]).toContain('"name":"www"');
+    expect(data["rds.yaml"]).not.toContain('"path_separated_prefix"');
+    expect(data["cds.yaml"]).toContain('"name":"default_batch"');
+  });
+});
