@@ -1,27 +1,37 @@
 import { defineConfig } from "vitest/config";
 
-// Two projects: `unit` (pure code and Pulumi mocks, no processes) and `e2e`
-// (real Envoy, etcd + kube-apiserver, Pulumi engine; see test/e2e/README).
+// Three projects:
+// - unit:  pure code and Pulumi mocks; no processes, no network.
+// - envoy: the real Envoy binary with the harness in test/harness (dnsmasq,
+//          HTTPS pods, auth), all on loopback; no Kubernetes.
+// - e2e:   the local control plane (etcd + kube-apiserver +
+//          kube-controller-manager) started once per run and handed to the
+//          tests as inject("cluster"), with the real Pulumi engine.
 export default defineConfig({
   test: {
     projects: [
       {
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },
+      },
+      {
         test: {
-          name: "unit",
-          include: ["test/unit/**/*.test.ts"],
+          name: "envoy",
+          include: ["test/e2e/envoy-*.test.ts"],
           environment: "node",
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
         },
       },
       {
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          exclude: ["test/e2e/envoy-*.test.ts"],
           environment: "node",
-          // One local cluster (etcd + kube-apiserver + kube-controller-manager) per run,
-          // provided to the tests as inject("cluster"); stopped when the run ends.
           globalSetup: ["test/support/global-setup.ts"],
-          testTimeout: 300_000,
-          hookTimeout: 300_000,
+          testTimeout: 900_000,
+          hookTimeout: 900_000,
           fileParallelism: false,
         },
       },

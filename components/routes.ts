@@ -20,8 +20,6 @@ const PROJECT_DIR = resolve(__dirname, "..");
  */
 function routesCore(): typeof Core {
   const path = require("node:path") as typeof import("node:path");
-  // Natively first (see entry.cjs): tsx then reuses it instead of recompiling it.
-  require("@kubernetes/client-node");
   return require("tsx/cjs/api").require(path.join(PROJECT_DIR, "components", "routes-core.ts"), path.join(PROJECT_DIR, "index.ts"));
 }
 

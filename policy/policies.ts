@@ -127,7 +127,7 @@ function eachKnownSilently<T>(items: Iterable<T>, check: (item: T) => void): voi
 export const multiReplicaWorkloadsHeadless: StackValidationPolicy = {
   name: "multi-replica-workloads-headless",
   description:
-    "A Service selecting the pods of a workload with more than one replica (or an autoscaler allowing more than one) must be headless (clusterIP: None), so DNS returns every pod and clients balance across them instead of kube-proxy hiding them behind one IP.",
+    "A Service selecting the pods of a workload with more than one replica (or an autoscaler allowing more than one) must be headless (clusterIP: None), so DNS returns every pod and clients balance across them instead of kube-proxy hiding them behind one IP. LoadBalancer and NodePort Services (entry points whose clients are the load balancer in front) are out of scope.",
   enforcementLevel: "mandatory",
   configSchema,
   validateStack: (args, report) => {
@@ -138,7 +138,8 @@ export const multiReplicaWorkloadsHeadless: StackValidationPolicy = {
       (svc) => {
         const ref = refOf(svc);
         const spec = svc.props.spec ?? {};
-        if (spec.type === "ExternalName" || exemptionFor(settings, ref)) return;
+        // An entry point from outside: the external load balancer spreads connections over the nodes and pods.
+        if (spec.type === "ExternalName" || spec.type === "LoadBalancer" || spec.type === "NodePort" || exemptionFor(settings, ref)) return;
         const selected = workloads.filter((w) => w.ref.namespace === ref.namespace && selects(spec.selector, w.podLabels) && !exemptionFor(settings, w.ref));
         if (selected.length === 0) return;
         // A clusterIP not set to None is allocated by the cluster (unknown during preview): not headless either way.

@@ -1,7 +1,6 @@
 // The policy pack's policies, run on resources shaped as the engine passes
 // them: properties behind the engine's unknown-checking proxy, config with
 // the schema's defaults, violations collected through reportViolation.
-import type { PolicyResource, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -18,59 +17,13 @@ import {
 import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { ROOT, stackConfig } from "./fixtures.js";
-
-const proxy = require("@pulumi/policy/proxy") as {
-  unknownCheckingProxy<T>(v: T): T;
-  unknownStringValue: string;
-  unknownObjectValue: string;
-  UnknownValueError: new (...a: unknown[]) => Error;
-};
-const UNKNOWN = proxy.unknownStringValue;
-
-type Obj = { type: string; name: string; props: Record<string, any> };
-const K = (kind: string, group = "core/v1") => `kubernetes:${group}:${kind}`;
+import { K, runResource, runStack, UNKNOWN, type Obj } from "./policy-engine.js";
 
 function deployment(name: string, replicas: number | undefined, labels: Record<string, string>, extra: Record<string, any> = {}): Obj {
   return { type: K("Deployment", "apps/v1"), name, props: { metadata: { name, namespace: "default" }, spec: { replicas, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name, image: "example/app:1.0.0" }] } }, ...extra } } };
 }
 function service(name: string, selector: unknown, spec: Record<string, any> = {}, namespace = "default"): Obj {
   return { type: K("Service"), name, props: { metadata: { name, namespace }, spec: { selector, ports: [{ name: "https", port: 443, targetPort: 443 }], ...spec } } };
-}
-
-interface Outcome {
-  violations: string[];
-  /** The engine's "can't run during preview" note, if the policy hit an unknown value. */
-  note?: string;
-}
-
-function asEngine(o: Obj): PolicyResource {
-  const resource = { type: o.type, name: o.name, urn: `urn:pulumi:test::envoy-gateways::${o.type}::${o.name}`, props: proxy.unknownCheckingProxy(structuredClone(o.props)), opts: {}, dependencies: [], propertyDependencies: {} };
-  return { ...resource, isType: () => false, asType: () => undefined } as unknown as PolicyResource;
-}
-
-function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions: Exemption[] = []): Outcome {
-  const out: Outcome = { violations: [] };
-  try {
-    policy.validateStack({ resources: objs.map(asEngine), getConfig: <T>() => ({ exemptions }) as T, stackTags: new Map(), notApplicable: () => { throw new Error("not applicable"); } }, (message) => out.violations.push(message));
-  } catch (e) {
-    if (!(e instanceof proxy.UnknownValueError)) throw e;
-    out.note = `can't run policy ${policy.name} during preview: ${e.message}`;
-  }
-  return out;
-}
-
-function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions: Exemption[] = []): Outcome {
-  const out: Outcome = { violations: [] };
-  const r = asEngine(o);
-  const args = { type: o.type, props: r.props, urn: r.urn, name: o.name, opts: {} as any, stackTags: new Map(), getConfig: <T>() => ({ exemptions }) as T, notApplicable: () => { throw new Error("not applicable"); } } as unknown as ResourceValidationArgs;
-  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
-  try {
-    for (const v of validations) v(args, (message) => out.violations.push(message));
-  } catch (e) {
-    if (!(e instanceof proxy.UnknownValueError)) throw e;
-    out.note = e.message;
-  }
-  return out;
 }
 
 describe("multi-replica-workloads-headless", () => {
@@ -118,6 +71,8 @@ describe("multi-replica-workloads-headless", () => {
       service("web-other-ns", { app: "web" }, {}, "staging"), // other namespace
       service("api", { app: "api" }, { clusterIP: "None" }), // headless
       service("legacy", { app: "web" }, { type: "ExternalName", externalName: "example.org" }),
+      service("edge", { app: "web" }, { type: "LoadBalancer" }), // an entry point: the load balancer spreads connections
+      service("node-edge", { app: "web" }, { type: "NodePort" }),
       service("no-selector", undefined),
     ];
     expect(runStack(multiReplicaWorkloadsHeadless, objs).violations.map((v) => v.slice(0, v.indexOf(" but")))).toEqual([

@@ -6,6 +6,8 @@ import { parseStackConfig } from "../../routing/config/load.js";
 import { renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { rawStack, withValue } from "./fixtures.js";
+import { policies } from "../../policy/policies.js";
+import { runResource, runStack, type Obj } from "./policy-engine.js";
 
 interface Declared {
   type: string;
@@ -130,6 +132,14 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
     ]);
     expect(s.type).toBe(config.gateways.gateway.service.type);
     if (s.type === "LoadBalancer") expect(s.externalTrafficPolicy).toBe("Local");
+  });
+
+  it("passes every policy of the pack (a gateway Service is an entry point; every routed Service is headless)", () => {
+    const objs: Obj[] = resources.filter((r) => r.type.startsWith("kubernetes:")).map((r) => ({ type: r.type, name: r.name, props: r.inputs }));
+    for (const policy of policies) {
+      const outcome = "validateStack" in policy ? runStack(policy, objs) : objs.map((o) => runResource(policy, o)).reduce((a, b) => ({ violations: [...a.violations, ...b.violations] }), { violations: [] as string[] });
+      expect(outcome.violations, policy.name).toEqual([]);
+    }
   });
 
   it("never adds the skip-await annotation (meant only for a cluster without a kubelet)", () => {

@@ -1,0 +1,54 @@
+// Running policies on resources shaped as the engine passes them: properties
+// behind the engine's unknown-checking proxy, config with the schema's
+// defaults, violations collected through reportViolation, and an unknown
+// value turned into the engine's "can't run during preview" note.
+import type { PolicyResource, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import type { Exemption } from "../../policy/policies.js";
+
+export const proxy = require("@pulumi/policy/proxy") as {
+  unknownCheckingProxy<T>(v: T): T;
+  unknownStringValue: string;
+  unknownObjectValue: string;
+  UnknownValueError: new (...a: unknown[]) => Error;
+};
+export const UNKNOWN = proxy.unknownStringValue;
+
+export type Obj = { type: string; name: string; props: Record<string, any> };
+export const K = (kind: string, group = "core/v1") => `kubernetes:${group}:${kind}`;
+
+export interface Outcome {
+  violations: string[];
+  /** The engine's "can't run during preview" note, if the policy hit an unknown value. */
+  note?: string;
+}
+
+export function asEngine(o: Obj): PolicyResource {
+  const resource = { type: o.type, name: o.name, urn: `urn:pulumi:test::envoy-gateways::${o.type}::${o.name}`, props: proxy.unknownCheckingProxy(structuredClone(o.props)), opts: {}, dependencies: [], propertyDependencies: {} };
+  return { ...resource, isType: () => false, asType: () => undefined } as unknown as PolicyResource;
+}
+
+export function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions: Exemption[] = []): Outcome {
+  const out: Outcome = { violations: [] };
+  try {
+    policy.validateStack({ resources: objs.map(asEngine), getConfig: <T>() => ({ exemptions }) as T, stackTags: new Map(), notApplicable: () => { throw new Error("not applicable"); } }, (message) => out.violations.push(message));
+  } catch (e) {
+    if (!(e instanceof proxy.UnknownValueError)) throw e;
+    out.note = `can't run policy ${policy.name} during preview: ${e.message}`;
+  }
+  return out;
+}
+
+export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions: Exemption[] = []): Outcome {
+  const out: Outcome = { violations: [] };
+  const r = asEngine(o);
+  const args = { type: o.type, props: r.props, urn: r.urn, name: o.name, opts: {} as any, stackTags: new Map(), getConfig: <T>() => ({ exemptions }) as T, notApplicable: () => { throw new Error("not applicable"); } } as unknown as ResourceValidationArgs;
+  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
+  try {
+    for (const v of validations) v(args, (message) => out.violations.push(message));
+  } catch (e) {
+    if (!(e instanceof proxy.UnknownValueError)) throw e;
+    out.note = e.message;
+  }
+  return out;
+}
+
