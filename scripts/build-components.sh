@@ -34,6 +34,14 @@ done
 
 TMP_ROOT="$EG_CACHE/.tmp"
 mkdir -p "$TMP_ROOT"
+# One build at a time per cache (CI and a person, or two clones, may share it).
+exec 9>"$EG_CACHE/.build.lock"
+if ! flock -n 9; then
+  log "another build-components.sh is using $EG_CACHE: waiting for it"
+  flock 9
+fi
+# Leftovers of a build that was killed outright (an interrupted one removes its own).
+find "$TMP_ROOT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
 cleanup() { [[ -n "${CURRENT_TMP:-}" ]] && rm -rf "$CURRENT_TMP"; return 0; }
 trap cleanup EXIT
 
