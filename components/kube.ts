@@ -39,9 +39,6 @@ function safeJson(text: string): unknown {
   }
 }
 
-/** Counts API requests made through this module (for the discovery benchmark). */
-export const apiRequests = { count: 0 };
-
 /** How long one API request may take before it counts as failed (an API server that accepts connections but never answers). */
 export const API_TIMEOUT_MS = 20_000;
 
@@ -68,13 +65,11 @@ export async function listRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: s
   let namespaces: k8s.V1NamespaceList;
   let services: k8s.V1ServiceList;
   try {
-    apiRequests.count++;
     namespaces = await withTimeout(kc, core.listNamespace({ labelSelector: namespaceSelector }));
   } catch (e) {
     throw describeKubeError(kc, `listing namespaces labelled ${namespaceSelector}`, e);
   }
   try {
-    apiRequests.count++;
     services = await withTimeout(kc, core.listServiceForAllNamespaces({ labelSelector: serviceSelector }));
   } catch (e) {
     throw describeKubeError(kc, `listing Services labelled ${serviceSelector}`, e);
@@ -92,7 +87,6 @@ export interface ConfigMapState {
 export async function readConfigMap(kc: k8s.KubeConfig, namespace: string, name: string): Promise<ConfigMapState | undefined> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
-    apiRequests.count++;
     const cm = await withTimeout(kc, core.readNamespacedConfigMap({ name, namespace }));
     return { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? "", annotations: cm.metadata?.annotations ?? {} };
   } catch (e) {
@@ -121,7 +115,6 @@ export async function applyConfigMapData(
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const body = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, resourceVersion, annotations }, data };
   try {
-    apiRequests.count++;
     const written = await withTimeout(
       kc,
       core.patchNamespacedConfigMap({ name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply)),

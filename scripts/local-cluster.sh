@@ -3,7 +3,7 @@
 # kube-controller-manager from the cache (scripts/build-components.sh). There is no
 # kubelet, so pods never run; namespaces finalize and Deployments get ReplicaSets.
 #
-#   scripts/local-cluster.sh start  [--dir DIR]   start (fresh state), wait until ready
+#   scripts/local-cluster.sh start  [--dir DIR] [--audit]   start (fresh state), wait until ready
 #   scripts/local-cluster.sh status [--dir DIR]   exit 0 if running and ready, 3 if stopped
 #   scripts/local-cluster.sh stop   [--dir DIR]   stop everything it started
 #
@@ -12,6 +12,8 @@
 #   kubeconfig-restricted  user "restricted-user": authenticated, no RBAC bindings
 #   cluster.json           server URL, ports, kubeconfig paths (read by test/support)
 #   logs/*.log             one log per process;  pki/  certificates and keys (openssl)
+#   logs/audit.log         with --audit: one JSON line per completed API request
+#                          (user, verb, resource, namespace, name), for counting requests
 # Every server listens on loopback only, on free ports chosen at start.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -19,10 +21,12 @@ usage() { sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 cmd="${1:-}"; shift || true
 STATE_DIR="$EG_CACHE/local-cluster"
+AUDIT=0
 while (($#)); do
   case "$1" in
     --dir) STATE_DIR="$2"; shift 2 ;;
     --dir=*) STATE_DIR="${1#--dir=}"; shift ;;
+    --audit) AUDIT=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) log "unknown argument: $1"; usage >&2; exit 2 ;;
   esac
@@ -204,7 +208,20 @@ start() {
     --unsafe-no-fsync --log-level warn
   step "etcd ready" wait_for "etcd" 60 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
-  launch kube-apiserver "$apiserver" \
+  local audit_flags=()
+  if ((AUDIT)); then
+    # Metadata level, one event per request (at completion).
+    cat >"$STATE_DIR/audit-policy.yaml" <<'YAML'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: Metadata
+YAML
+    audit_flags=(--audit-policy-file "$STATE_DIR/audit-policy.yaml" --audit-log-path "$LOGS/audit.log"
+      --audit-log-format json --audit-log-mode blocking --audit-log-maxsize 0)
+  fi
+  launch kube-apiserver "$apiserver" "${audit_flags[@]}" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
     --cert-dir "$STATE_DIR/apiserver-certs" \

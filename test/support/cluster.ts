@@ -31,14 +31,18 @@ async function script_(args: string[]): Promise<{ stdout: string; stderr: string
   }
 }
 
-/**
- * Starts a fresh local cluster in `stateDir` (default: a new temporary directory) and
- * waits until it is ready.
- */
-export async function startLocalCluster(stateDir?: string): Promise<LocalCluster> {
+export interface StartOptions {
+  /** State directory; default a new temporary directory. */
+  stateDir?: string;
+  /** Write the API server's audit log (one JSON line per request) to logs/audit.log. */
+  audit?: boolean;
+}
+
+/** Starts a fresh local cluster and waits until it is ready. */
+export async function startLocalCluster(options: StartOptions = {}): Promise<LocalCluster> {
   requireComponents();
-  const dir = stateDir ?? mkdtempSync(join(tmpdir(), "eg-cluster-"));
-  await script_(["start", "--dir", dir]);
+  const dir = options.stateDir ?? mkdtempSync(join(tmpdir(), "eg-cluster-"));
+  await script_(["start", "--dir", dir, ...(options.audit ? ["--audit"] : [])]);
   return JSON.parse(readFileSync(join(dir, "cluster.json"), "utf8")) as LocalCluster;
 }
 
