@@ -17,10 +17,23 @@ const PROJECT_DIR = resolve(__dirname, "..");
  * routes-core.ts, loaded in whatever process runs the provider (tsx compiles
  * it on the fly). Everything is required here, at call time: the serialized
  * provider captures only this function and the PROJECT_DIR string.
+ *
+ * As in entry.cjs: @kubernetes/client-node (an ES module) is loaded natively
+ * first, then tsx is registered for the whole process. Through tsx's
+ * namespaced require it would be recompiled file by file on every start
+ * (about 8 s of the provider's first call), and a second copy of undici would
+ * refuse to construct.
  */
 function routesCore(): typeof Core {
   const path = require("node:path") as typeof import("node:path");
-  return require("tsx/cjs/api").require(path.join(PROJECT_DIR, "components", "routes-core.ts"), path.join(PROJECT_DIR, "index.ts"));
+  const registered = Symbol.for("envoy-gateways.tsx-registered");
+  const host = globalThis as { [registered]?: boolean };
+  if (!host[registered]) {
+    require(require.resolve("@kubernetes/client-node", { paths: [PROJECT_DIR] }));
+    require(require.resolve("tsx/cjs/api", { paths: [PROJECT_DIR] })).register();
+    host[registered] = true;
+  }
+  return require(path.join(PROJECT_DIR, "components", "routes-core.ts"));
 }
 
 export interface RoutesArgs {
