@@ -55,7 +55,7 @@ export class EnvoyGateway extends pulumi.ComponentResource {
     this.xdsConfigMap = new k8s.core.v1.ConfigMap(`${name}-xds`, { metadata: meta(names.xds), data: args.files.xds }, { ...child, ignoreChanges: ["data"] });
     this.deployment = new k8s.apps.v1.Deployment(
       name,
-      { metadata: meta(names.deployment), spec: deploymentSpec(args, names, serviceAccount, bootstrap, this.xdsConfigMap) },
+      { metadata: meta(names.deployment), spec: deploymentSpec(args, serviceAccount, bootstrap, this.xdsConfigMap) },
       // The HPA owns the replica count once the Deployment exists.
       { ...child, ignoreChanges: ["spec.replicas"] },
     );
@@ -96,7 +96,6 @@ export function drainCommand(adminPort: number, seconds: number): string[] {
 
 function deploymentSpec(
   args: EnvoyGatewayArgs,
-  names: ReturnType<typeof gatewayObjectNames>,
   serviceAccount: k8s.core.v1.ServiceAccount,
   bootstrap: k8s.core.v1.ConfigMap,
   xds: k8s.core.v1.ConfigMap,

@@ -43,7 +43,7 @@ function safeJson(text: string): unknown {
 export const API_TIMEOUT_MS = 20_000;
 
 /** `call`, or an error saying the API server did not answer in time. */
-async function withTimeout<T>(kc: k8s.KubeConfig, call: Promise<T>): Promise<T> {
+async function withTimeout<T>(call: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(Object.assign(new Error("timed out"), { code: `no answer within ${API_TIMEOUT_MS / 1000}s` })), API_TIMEOUT_MS);
@@ -65,12 +65,12 @@ export async function listRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: s
   let namespaces: k8s.V1NamespaceList;
   let services: k8s.V1ServiceList;
   try {
-    namespaces = await withTimeout(kc, core.listNamespace({ labelSelector: namespaceSelector }));
+    namespaces = await withTimeout(core.listNamespace({ labelSelector: namespaceSelector }));
   } catch (e) {
     throw describeKubeError(kc, `listing namespaces labelled ${namespaceSelector}`, e);
   }
   try {
-    services = await withTimeout(kc, core.listServiceForAllNamespaces({ labelSelector: serviceSelector }));
+    services = await withTimeout(core.listServiceForAllNamespaces({ labelSelector: serviceSelector }));
   } catch (e) {
     throw describeKubeError(kc, `listing Services labelled ${serviceSelector}`, e);
   }
@@ -87,7 +87,7 @@ export interface ConfigMapState {
 export async function readConfigMap(kc: k8s.KubeConfig, namespace: string, name: string): Promise<ConfigMapState | undefined> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
-    const cm = await withTimeout(kc, core.readNamespacedConfigMap({ name, namespace }));
+    const cm = await withTimeout(core.readNamespacedConfigMap({ name, namespace }));
     return { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? "", annotations: cm.metadata?.annotations ?? {} };
   } catch (e) {
     if (e instanceof k8s.ApiException && e.code === 404) return undefined;
@@ -116,7 +116,6 @@ export async function applyConfigMapData(
   const body = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, resourceVersion, annotations }, data };
   try {
     const written = await withTimeout(
-      kc,
       core.patchNamespacedConfigMap({ name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply)),
     );
     return written.metadata?.resourceVersion ?? "";

@@ -13,7 +13,7 @@
 // the auth service, quit (or Ctrl-C) to stop; everything it started stops too.
 // --check requests every route once, prints the statuses and exits (non-zero
 // when a route does not answer as expected); --seconds bounds the run.
-import { existsSync, readFileSync, statSync, watchFile, unwatchFile } from "node:fs";
+import { existsSync, statSync, watchFile, unwatchFile } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";

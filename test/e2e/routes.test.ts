@@ -3,15 +3,12 @@
 // shows them, a plain `pulumi up` keeps them, a refresh sees an out-of-band
 // edit and `up` repairs it, failures change nothing, and --watch follows
 // namespaces as they come.
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { routingLabels } from "../../routing/labels.js";
 import { withApiServerStopped } from "../support/cluster.js";
-import { repoRoot } from "../support/components.js";
-import { ProgramStack } from "../support/program.js";
+import { ProgramStack, type ScriptRun } from "../support/program.js";
 
 const cluster = inject("cluster");
 let stack: ProgramStack;
@@ -26,31 +23,9 @@ afterAll(async () => {
   await stack?.dispose();
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** `npm run sync-routes -- --stack routes` in the workspace (the same engine environment as `pulumi up`). */
-function syncRoutes(args: string[] = []): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "sync-routes.ts"), "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, ...args], {
-      cwd: repoRoot,
-      env: stack.ws.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d));
-    child.stderr.on("data", (d: Buffer) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function syncRoutes(args: string[] = []): Promise<ScriptRun> {
+  return stack.runScript("sync-routes", args);
 }
 
 async function devNamespace(name: string, services: string[], labelled = true): Promise<void> {
@@ -158,11 +133,7 @@ describe("sync-routes", () => {
   });
 
   it("--watch picks up a new namespace within seconds and stops cleanly on SIGTERM", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "sync-routes.ts"), "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch", "--debounce", "1s"], {
-      cwd: repoRoot,
-      env: stack.ws.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = stack.spawnScript("sync-routes", ["--watch", "--debounce", "1s"]);
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d));
     child.stderr.on("data", (d: Buffer) => (out += d));

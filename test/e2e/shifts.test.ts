@@ -2,14 +2,11 @@
 // labelled versions of a dev service, a linear shift annotated on the new
 // one; sync-routes at two instants moves the ConfigMap's weights as the
 // policy says, `npm run shifts` shows it, and reversing sends traffic back.
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
 import { routingLabels, SHIFT_ANNOTATION } from "../../routing/labels.js";
 import { shiftWeights, type Shift } from "../../routing/shifts.js";
-import { repoRoot } from "../support/components.js";
-import { ProgramStack } from "../support/program.js";
+import { ProgramStack, type ScriptRun } from "../support/program.js";
 
 const cluster = inject("cluster");
 const NS = "pr-shift";
@@ -25,24 +22,8 @@ afterAll(async () => {
   await stack?.dispose();
 });
 
-function script(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", `${name}.ts`), "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, ...args], {
-      cwd: repoRoot,
-      env: stack.ws.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d));
-    child.stderr.on("data", (d: Buffer) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function script(name: string, args: string[]): Promise<ScriptRun> {
+  return stack.runScript(name, args);
 }
 
 /** The weights the gateway's ConfigMap gives web's versions. */

@@ -209,10 +209,6 @@ export class GatewayHarness {
     return this.group(this.config.namespace, service).pods;
   }
 
-  private isProduction(namespace: string, service: string): boolean {
-    return namespace === this.config.namespace && this.config.services.some((s) => s.name === service);
-  }
-
   private isAuth(namespace: string, service: string): boolean {
     return namespace === this.config.auth.namespace && service === this.config.auth.service;
   }

@@ -38,7 +38,7 @@ export function e2eHarnessOptions(): GatewayHarnessOptions {
     config: e2eStackConfig(),
     gateway: "gateway",
     devNamespaces: E2E_DEV_NAMESPACES,
-    podCertificate: (namespace, service) => (service === "blog" ? "untrusted-ca" : service === "docs" ? "wrong-name" : undefined),
+    podCertificate: (_namespace, service) => (service === "blog" ? "untrusted-ca" : service === "docs" ? "wrong-name" : undefined),
     concurrency: 2,
   };
 }

@@ -3,6 +3,7 @@
 // is one of the repository's stack files, pointed at the local cluster
 // (kubeconfig as a secret, skipAwait since no kubelet runs pods).
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -17,6 +18,12 @@ export interface ProgramStackOptions {
   stack?: string;
   /** Kubeconfig file for the program (default: the cluster's admin). */
   kubeconfig?: string;
+}
+
+export interface ScriptRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
 }
 
 export class ProgramStack {
@@ -39,9 +46,31 @@ export class ProgramStack {
     return new ProgramStack(ws, cluster);
   }
 
-  /** Runs an npm script of the project (sync-routes, shifts) in the workspace, with its engine environment. */
-  npmEnv(extra: Record<string, string> = {}): Record<string, string> {
-    return { ...this.ws.env, ...extra };
+  /** Starts one of the project's scripts (scripts/<name>.ts) against this stack, with the engine's environment. */
+  spawnScript(name: string, args: string[]): ChildProcessWithoutNullStreams {
+    return spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", `${name}.ts`), "--stack", this.ws.stack, "--project-dir", this.ws.programDir, ...args], {
+      cwd: repoRoot,
+      env: this.ws.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  }
+
+  /** Runs one of the project's scripts to its end (killed after `timeoutMs`); never throws on a non-zero exit. */
+  runScript(name: string, args: string[] = [], timeoutMs = 300_000): Promise<ScriptRun> {
+    return new Promise((resolve, reject) => {
+      const child = this.spawnScript(name, args);
+      child.stdin.end();
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d));
+      child.stderr.on("data", (d: Buffer) => (stderr += d));
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      child.on("error", reject);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
   }
 
   core(kubeconfig = this.cluster.kubeconfig): CoreV1Api {

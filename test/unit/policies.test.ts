@@ -12,7 +12,6 @@ import {
   multiReplicaWorkloadsHeadless,
   policies,
   xdsConfigMapsValid,
-  type Exemption,
 } from "../../policy/policies.js";
 import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
