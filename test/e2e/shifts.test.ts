@@ -46,7 +46,7 @@ async function syncAndRead(): Promise<{ weights: Record<string, number>; lowest:
 describe("a linear shift of a dev service", () => {
   it("moves the ConfigMap's weights between two sync-routes runs as the policy says", async () => {
     const core = stack.core();
-    await core.createNamespace({ body: { metadata: { name: NS, labels: { "envoy-gateways.io/routes": "dev" } } } });
+    await stack.createNamespace(NS, { "envoy-gateways.io/routes": "dev" });
     const start = new Date();
     shift = { service: "web", from: "blue", to: "green", policy: "linear", start, durationMs: 240_000 };
     for (const version of ["blue", "green"]) {

@@ -27,6 +27,9 @@ export interface ScriptRun {
 }
 
 export class ProgramStack {
+  /** Namespaces created through createNamespace(), deleted by dispose(). */
+  private readonly namespaces = new Set<string>();
+
   private constructor(
     readonly ws: PulumiWorkspace,
     readonly cluster: LocalCluster,
@@ -79,7 +82,23 @@ export class ProgramStack {
     return kc.makeApiClient(CoreV1Api);
   }
 
+  /**
+   * Creates a namespace that dispose() deletes again, so that the test files sharing
+   * the cluster do not see each other's dev/PR namespaces (or shifts in progress).
+   */
+  async createNamespace(name: string, labels: Record<string, string> = {}): Promise<void> {
+    await this.core().createNamespace({ body: { metadata: { name, labels } } });
+    this.namespaces.add(name);
+  }
+
   async dispose(): Promise<void> {
+    const core = this.core();
+    for (const name of this.namespaces) {
+      // Already gone is fine (a test may delete its own); anything else is a real failure.
+      await core.deleteNamespace({ name }).catch((e: { code?: number }) => {
+        if (e.code !== 404) throw e;
+      });
+    }
     await this.ws.run(["destroy", "--yes", "--stack", this.ws.stack], 300_000);
     await this.ws.dispose();
   }
