@@ -21,8 +21,16 @@ export interface SyncResult {
   seconds: number;
 }
 
+/** The stack through the Automation API, with the pulumi CLI found on PATH. */
 export async function openStack(stackName: string, projectDir: string): Promise<Stack> {
-  return LocalWorkspace.selectStack({ stackName, workDir: projectDir });
+  try {
+    return await LocalWorkspace.selectStack({ stackName, workDir: projectDir });
+  } catch (e) {
+    if (/ENOENT/.test(String((e as Error).message))) {
+      throw new Error("the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend");
+    }
+    throw new Error(`stack ${stackName} in ${projectDir}: ${explainFailure(e)}`);
+  }
 }
 
 export async function stackConfigOf(stack: Stack): Promise<StackConfig> {

@@ -60,5 +60,5 @@ pulumi stack output routes --stack "$STACK" --json | node -e '
 echo
 echo "Kubeconfig of the local cluster: $CLUSTER_DIR/kubeconfig"
 echo "Label a namespace envoy-gateways.io/routes=dev, give it a Service with the routing labels (README), then:"
-echo "  npm run sync-routes -- --stack $STACK"
+echo "  source scripts/env.sh && npm run sync-routes -- --stack $STACK"
 echo "Tear down: bash scripts/quickstart.sh --down"
