@@ -7,8 +7,15 @@ import { defineConfig } from "vitest/config";
 // - e2e:   the local control plane (etcd + kube-apiserver +
 //          kube-controller-manager) started once per run and handed to the
 //          tests as inject("cluster"), with the real Pulumi engine.
+//
+// VITEST_JSON_REPORT=<file> also writes vitest's JSON report there (.ci/run sums
+// the reports of its runs into one line).
+const jsonReport = process.env.VITEST_JSON_REPORT;
+
 export default defineConfig({
   test: {
+    reporters: jsonReport ? ["default", "json"] : ["default"],
+    ...(jsonReport ? { outputFile: { json: jsonReport } } : {}),
     projects: [
       {
         test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },

@@ -60,3 +60,19 @@ pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
 pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
 # PULUMI_HOME with the Kubernetes provider registered (plugins/resource-kubernetes-v<version>).
 pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
+
+# setup_project [test-tools]: Node 22, the npm packages (npm ci on a fresh clone or in
+# CI) and the real components; with "test-tools", also the Debian tools the Envoy
+# tests and benchmarks use.
+# Changes to the repository's root directory.
+setup_project() {
+  cd "$REPO_ROOT"
+  step "Node $NODE_VERSION" ensure_node
+  if [[ -n "${CI:-}" || ! -d node_modules ]]; then
+    step "npm ci" npm ci --no-audit --no-fund
+  fi
+  if [[ "${1:-}" == test-tools ]]; then
+    step "test tools (apt)" bash scripts/install-test-tools.sh
+  fi
+  step "real components" bash scripts/build-components.sh
+}

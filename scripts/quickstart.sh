@@ -15,9 +15,7 @@ cd "$REPO_ROOT"
 STACK=local
 CLUSTER_DIR="$EG_CACHE/local-cluster"
 
-step "Node $NODE_VERSION" ensure_node
-[[ -d node_modules ]] || step "npm ci" npm ci --no-audit --no-fund
-step "real components" bash scripts/build-components.sh
+setup_project
 eval "$(bash scripts/env.sh)"
 
 if [[ "${1:-}" == "--down" ]]; then
