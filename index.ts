@@ -1,6 +1,6 @@
 // envoy-gateways: Kubernetes gateways on Envoy. See README.md.
-import { discoverDevNamespaces } from "./components/discover.js";
-import { declareStack, loadStackConfig } from "./components/stack.js";
+import { discoverDevNamespaces } from "./program/discover.js";
+import { declareStack, loadStackConfig } from "./program/stack.js";
 
 async function main() {
   const config = loadStackConfig();

@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayName } from "../routing/config/schema.js";
 import type { RoutesInput } from "../routing/routes-input.js";
-import type * as Core from "./routes-core.js";
+import type * as Core from "../routes-provider/core.js";
 
 const PROJECT_DIR = resolve(__dirname, "..");
 
@@ -33,7 +33,7 @@ function routesCore(): typeof Core {
     require(require.resolve("tsx/cjs/api", { paths: [PROJECT_DIR] })).register();
     host[registered] = true;
   }
-  return require(path.join(PROJECT_DIR, "components", "routes-core.ts"));
+  return require(path.join(PROJECT_DIR, "routes-provider", "core.ts"));
 }
 
 export interface RoutesArgs {

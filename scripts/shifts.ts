@@ -8,8 +8,8 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
-import { openStack, stackConfigOf } from "../components/route-sync.js";
-import { describeKubeError, listRoutedObjects, loadKubeConfig } from "../components/kube.js";
+import { openStack, stackConfigOf } from "../route-sync/sync.js";
+import { describeKubeError, listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import { ROUTED_SERVICE_SELECTOR, discoverRoutes } from "../routing/discovery.js";
 import { LABEL, SHIFT_ANNOTATION } from "../routing/labels.js";
 import { shiftTable, type ShiftRow } from "../routing/shift-report.js";

@@ -6,7 +6,7 @@
 // on every change (after a short quiet period); SIGTERM stops it cleanly.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { explainFailure, openStack, report, routesInState, shiftsMoving, stackConfigOf, syncRoutes, watchAndSync } from "../components/route-sync.js";
+import { explainFailure, openStack, report, routesInState, shiftsMoving, stackConfigOf, syncRoutes, watchAndSync } from "../route-sync/sync.js";
 
 const USAGE = "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--project-dir <dir>]";
 

@@ -43,7 +43,7 @@ async function run(raw: Record<string, unknown>) {
   const all: Record<string, string> = {};
   for (const [k, v] of Object.entries(raw)) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
   pulumi.runtime.setAllConfig(all, raw.kubeconfig ? ["envoy-gateways:kubeconfig"] : []);
-  const { declareStack, loadStackConfig } = await import("../../components/stack.js");
+  const { declareStack, loadStackConfig } = await import("../../program/stack.js");
   const outputs = declareStack(loadStackConfig());
   await settings.waitForRPCs();
   return { outputs, resources: declared };
@@ -153,7 +153,7 @@ describe("routes and route-sync access", () => {
     const all: Record<string, string> = {};
     for (const [k, v] of Object.entries(rawStack("dev"))) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
     pulumi.runtime.setAllConfig(all, []);
-    const { declareStack, loadStackConfig } = await import("../../components/stack.js");
+    const { declareStack, loadStackConfig } = await import("../../program/stack.js");
     declareStack(loadStackConfig(), { "pr-5": ["batch"] });
     await settings.waitForRPCs();
     const routes = declared.filter((r) => r.type.endsWith(":Routes"));

@@ -1,7 +1,7 @@
 // The routes resource: its inputs (the routing table keyed by id), check and
 // diff as the engine calls them, and reading a ConfigMap back.
 import { describe, expect, it } from "vitest";
-import { checkFailures, checkRoutes, diffRoutes, digest, render, type RoutesInputs, type RoutesOutputs } from "../../components/routes-core.js";
+import { checkFailures, checkRoutes, diffRoutes, digest, render, type RoutesInputs, type RoutesOutputs } from "../../routes-provider/core.js";
 import { readRoutesFromXds } from "../../routing/read-back.js";
 import { productionOnly, routesInput, tableFromRoutes } from "../../routing/routes-input.js";
 import { buildRoutingTable } from "../../routing/table.js";

@@ -1,6 +1,6 @@
 // What sync-routes prints: the routes added, removed and changed between two states.
 import { describe, expect, it } from "vitest";
-import { report, routeChanges, explainFailure } from "../../components/route-sync.js";
+import { report, routeChanges, explainFailure } from "../../route-sync/sync.js";
 import { routesInput } from "../../routing/routes-input.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { stackConfig } from "./fixtures.js";

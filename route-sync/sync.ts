@@ -8,7 +8,7 @@ import { fromPulumiConfig, parseStackConfig } from "../routing/config/load.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { RouteEntry } from "../routing/routes-input.js";
-import { loadKubeConfig } from "./kube.js";
+import { loadKubeConfig } from "../kube/client.js";
 import { isMoving, shiftFromInfo } from "../routing/shifts.js";
 
 /** Route id -> route, per routes resource (one per gateway), as the stack's state holds them. */

@@ -5,7 +5,7 @@ import { runError } from "./run-error.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { DevNamespaces } from "../routing/table.js";
-import { listRoutedObjects, loadKubeConfig } from "./kube.js";
+import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 
 /** The dev/PR part of the routing table as the cluster has it now; malformed Services are reported and left out. */
 export async function discoverDevNamespaces(config: StackConfig): Promise<DevNamespaces> {

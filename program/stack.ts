@@ -10,10 +10,10 @@ import { renderGateways } from "../routing/render.js";
 import { buildRoutingTable, stackClusterName, type DevNamespaces, type RoutingTable } from "../routing/table.js";
 import { routesInput } from "../routing/routes-input.js";
 import { serviceHost } from "../routing/names.js";
-import { EnvoyGateway } from "./envoy-gateway.js";
-import { HeadlessService } from "./headless-service.js";
-import { RouteSyncAccess } from "./route-sync-access.js";
-import { Routes } from "./routes.js";
+import { EnvoyGateway } from "../components/envoy-gateway.js";
+import { HeadlessService } from "../components/headless-service.js";
+import { RouteSyncAccess } from "../components/route-sync-access.js";
+import { Routes } from "../components/routes.js";
 
 /** Validated stack config from the engine; a bad value stops the program before anything is declared. */
 export function loadStackConfig(): StackConfig {

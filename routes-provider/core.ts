@@ -12,7 +12,7 @@ import { renderGateway } from "../routing/render.js";
 import { productionOnly, routesInput, tableFromRoutes, type RouteEntry, type RoutesInput } from "../routing/routes-input.js";
 import { buildRoutingTable, type DevNamespaces } from "../routing/table.js";
 import { readRoutesFromXds } from "../routing/read-back.js";
-import { applyConfigMapData, loadKubeConfig, readConfigMap } from "./kube.js";
+import { applyConfigMapData, loadKubeConfig, readConfigMap } from "../kube/client.js";
 
 /** The routes resource's inputs. */
 export interface RoutesInputs {
