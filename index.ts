@@ -3,8 +3,8 @@ import { discoverDevNamespaces } from "./program/discover.js";
 import { declareStack, loadStackConfig } from "./program/stack.js";
 
 async function main() {
-  const config = loadStackConfig();
-  const stack = declareStack(config, await discoverDevNamespaces(config));
+  const loaded = loadStackConfig();
+  const stack = declareStack(loaded, await discoverDevNamespaces(loaded));
   return {
     /** Each gateway's Service and external address. */
     gateways: stack.gateways,

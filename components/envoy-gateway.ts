@@ -1,12 +1,12 @@
 // EnvoyGateway: one Envoy gateway (gateway or internal-gateway) and
 // everything it needs in the cluster.
-import { createHash } from "node:crypto";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayName, GatewaySettings } from "../routing/config/schema.js";
 import { POD_PATHS, POD_PORTS } from "../routing/envoy/types.js";
 import { LABEL, MANAGED_BY } from "../routing/labels.js";
 import type { GatewayFiles } from "../routing/render.js";
+import { dataDigest } from "../routing/units.js";
 
 export interface EnvoyGatewayArgs {
   /** Which gateway this is; also the name of its Kubernetes objects. */
@@ -77,9 +77,7 @@ function podLabels(gateway: string): Record<string, string> {
 
 /** Checksum of the bootstrap: part of the pod template, so a bootstrap change rolls the pods; xDS changes do not. */
 export function bootstrapChecksum(files: GatewayFiles): string {
-  const hash = createHash("sha256");
-  for (const key of Object.keys(files.bootstrap).sort()) hash.update(key).update("\0").update(files.bootstrap[key]!).update("\0");
-  return hash.digest("hex");
+  return dataDigest(files.bootstrap);
 }
 
 /**

@@ -1,39 +1,46 @@
 // Routes: a Pulumi dynamic resource that owns the data of one gateway's xDS
-// ConfigMap (production plus dev/PR routes). Its inputs are the routing table
-// keyed by route id, so a preview shows which routes and clusters change.
+// ConfigMap (production plus dev/PR routes). Its inputs are facts (the
+// routing part of stack config and the discovered dev/PR namespaces); check
+// adds the routes they give, keyed by route id, so a preview shows which
+// routes, clusters and weights change.
 //
-// The dynamic-provider host deserializes these methods without the program's
-// modules: each method loads routes-core.ts itself (through tsx, from the
-// project directory captured below as a plain string).
-import { resolve } from "node:path";
+// The engine stores these methods in the stack's state and runs them from
+// there (refresh and destroy run what the state holds), in a provider process
+// whose working directory is the project's. So they capture nothing of this
+// checkout: each call loads routes-provider/core.ts from the directory the
+// engine runs it in, whichever clone or machine that is.
 import * as pulumi from "@pulumi/pulumi";
-import type { GatewayName } from "../routing/config/schema.js";
-import type { RoutesInput } from "../routing/routes-input.js";
+import type { GatewayName, RoutingConfig } from "../routing/config/schema.js";
+import type { RoutesView } from "../routing/routes-view.js";
+import type { DevNamespaces } from "../routing/table.js";
 import type * as Core from "../routes-provider/core.js";
 
-const PROJECT_DIR = resolve(__dirname, "..");
-
 /**
- * routes-core.ts, loaded in whatever process runs the provider (tsx compiles
- * it on the fly). Everything is required here, at call time: the serialized
- * provider captures only this function and the PROJECT_DIR string.
+ * routes-provider/core.ts of the project the provider runs in (tsx compiles
+ * it on the fly). Everything is required here, at call time, relative to the
+ * working directory: the serialized provider holds no path.
  *
  * As in entry.cjs: @kubernetes/client-node (an ES module) is loaded natively
- * first, then tsx is registered for the whole process. Through tsx's
- * namespaced require it would be recompiled file by file on every start
- * (about 8 s of the provider's first call), and a second copy of undici would
- * refuse to construct.
+ * first, then tsx is registered once for the whole process (through tsx's
+ * namespaced require client-node would be recompiled file by file on every
+ * start, about 8 s, and a second copy of undici would refuse to construct).
  */
 function routesCore(): typeof Core {
   const path = require("node:path") as typeof import("node:path");
+  const fs = require("node:fs") as typeof import("node:fs");
+  const project = process.cwd();
+  const core = path.join(project, "routes-provider", "core.ts");
+  if (!fs.existsSync(core)) {
+    throw new Error(`the routes provider runs in the envoy-gateways project directory, but ${project} has no routes-provider/core.ts: run pulumi from a checkout of the project`);
+  }
   const registered = Symbol.for("envoy-gateways.tsx-registered");
   const host = globalThis as { [registered]?: boolean };
   if (!host[registered]) {
-    require(require.resolve("@kubernetes/client-node", { paths: [PROJECT_DIR] }));
-    require(require.resolve("tsx/cjs/api", { paths: [PROJECT_DIR] })).register();
+    require(require.resolve("@kubernetes/client-node", { paths: [project] }));
+    require(require.resolve("tsx/cjs/api", { paths: [project] })).register();
     host[registered] = true;
   }
-  return require(path.join(PROJECT_DIR, "routes-provider", "core.ts"));
+  return require(core);
 }
 
 export interface RoutesArgs {
@@ -43,20 +50,20 @@ export interface RoutesArgs {
   namespace: string;
   /** Name of the ConfigMap (an output of the EnvoyGateway component, so it is created first). */
   configMap: pulumi.Input<string>;
-  /** Stack config the routes are rendered with (without the kubeconfig). */
-  config: Record<string, unknown>;
-  /** The routing table, keyed by route id (<namespace>/<service>). */
-  routes: RoutesInput;
+  /** The routing part of stack config (`routingConfig`: an allow-list, no secrets). */
+  config: RoutingConfig;
+  /** The dev/PR namespaces discovered in the cluster: their services, versions and shifts. */
+  devNamespaces: DevNamespaces;
   /** Kubeconfig for writing the ConfigMap (a secret; default: the ambient one). */
   kubeconfig?: pulumi.Input<string>;
-  /** The instant shift weights were computed at (ISO time). */
-  asOf?: string;
 }
 
-/** Thin shells: every decision is in routes-core.ts (unit-tested there). */
+/** Thin shells: every decision is in routes-provider/core.ts (unit-tested there). */
 export const routesProvider: pulumi.dynamic.ResourceProvider = {
-  async check(_olds, news: Core.RoutesInputs) {
-    return { inputs: news, failures: routesCore().checkFailures(news) };
+  async check(_olds, news: Core.RoutesFacts) {
+    const core = routesCore();
+    const checked = core.checkRoutes(news);
+    return { inputs: checked.inputs ?? news, failures: core.checkFailures(checked.problems) };
   },
   async diff(_id, olds: Core.RoutesOutputs, news: Core.RoutesInputs) {
     return routesCore().diffRoutes(olds, news);
@@ -79,10 +86,18 @@ export const routesProvider: pulumi.dynamic.ResourceProvider = {
 
 /** Owns one gateway's xDS ConfigMap data: production and dev/PR routes, rendered and validated. */
 export class Routes extends pulumi.dynamic.Resource {
-  declare readonly routes: pulumi.Output<RoutesInput>;
+  /** The routes written, keyed by route id. */
+  declare readonly routes: pulumi.Output<RoutesView>;
   declare readonly dataDigest: pulumi.Output<string>;
 
   constructor(name: string, args: RoutesArgs, opts?: pulumi.CustomResourceOptions) {
-    super(routesProvider, name, { ...args, dataDigest: undefined, drift: undefined }, { ...opts, additionalSecretOutputs: ["kubeconfig"] }, "envoy-gateways", "Routes");
+    super(
+      routesProvider,
+      name,
+      { ...args, routes: undefined, dataDigest: undefined, renderedAt: undefined, drift: undefined },
+      { ...opts, additionalSecretOutputs: ["kubeconfig"] },
+      "envoy-gateways",
+      "Routes",
+    );
   }
 }

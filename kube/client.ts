@@ -25,7 +25,8 @@ export function describeKubeError(kc: k8s.KubeConfig, action: string, e: unknown
     if (e.code === 409) return new Error(`${action}: someone else changed it since it was read (409 Conflict: ${reason}); nothing was overwritten, run again`);
     return new Error(`${action}: the API server answered ${e.code}: ${reason}`);
   }
-  const err = e as { code?: string; cause?: { code?: string; message?: string }; message?: string };
+  const err = e as { name?: string; code?: string; cause?: { code?: string; message?: string }; message?: string };
+  if (err?.name === "TimeoutError") return new Error(`${action}: the Kubernetes API at ${server} did not answer within ${API_TIMEOUT_MS / 1000}s; the request was cancelled`);
   const code = err?.cause?.code ?? err?.code;
   if (code) return new Error(`${action}: cannot reach the Kubernetes API at ${server} (${code})`);
   return new Error(`${action}: ${err?.message ?? String(e)}`);
@@ -42,18 +43,25 @@ function safeJson(text: string): unknown {
 /** How long one API request may take before it counts as failed (an API server that accepts connections but never answers). */
 export const API_TIMEOUT_MS = 20_000;
 
-/** `call`, or an error saying the API server did not answer in time. */
-async function withTimeout<T>(call: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error("timed out"), { code: `no answer within ${API_TIMEOUT_MS / 1000}s` })), API_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([call, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * Request options that cancel a request still unanswered after
+ * API_TIMEOUT_MS (an API server that accepts connections but never answers):
+ * the request is aborted, and the call fails with a TimeoutError.
+ */
+export function withTimeout(options?: ApiOptions): ApiOptions {
+  const timeout: ApiMiddleware = {
+    pre: (request) => {
+      request.setSignal(AbortSignal.timeout(API_TIMEOUT_MS));
+      return new k8s.Observable(Promise.resolve(request));
+    },
+    post: (response) => new k8s.Observable(Promise.resolve(response)),
+  };
+  return { ...options, middleware: [...(options?.middleware ?? []), timeout], middlewareMergeStrategy: "append" };
 }
+
+/** The options every API call takes (the generated client's ConfigurationOptions), and one of their middlewares. */
+type ApiOptions = NonNullable<Parameters<k8s.CoreV1Api["listNamespace"]>[1]>;
+type ApiMiddleware = NonNullable<ApiOptions["middleware"]>[number];
 
 /**
  * The routed namespaces (by the stack's label selector) and every Service
@@ -65,12 +73,12 @@ export async function listRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: s
   let namespaces: k8s.V1NamespaceList;
   let services: k8s.V1ServiceList;
   try {
-    namespaces = await withTimeout(core.listNamespace({ labelSelector: namespaceSelector }));
+    namespaces = await core.listNamespace({ labelSelector: namespaceSelector }, withTimeout());
   } catch (e) {
     throw describeKubeError(kc, `listing namespaces labelled ${namespaceSelector}`, e);
   }
   try {
-    services = await withTimeout(core.listServiceForAllNamespaces({ labelSelector: serviceSelector }));
+    services = await core.listServiceForAllNamespaces({ labelSelector: serviceSelector }, withTimeout());
   } catch (e) {
     throw describeKubeError(kc, `listing Services labelled ${serviceSelector}`, e);
   }
@@ -87,7 +95,7 @@ export interface ConfigMapState {
 export async function readConfigMap(kc: k8s.KubeConfig, namespace: string, name: string): Promise<ConfigMapState | undefined> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
-    const cm = await withTimeout(core.readNamespacedConfigMap({ name, namespace }));
+    const cm = await core.readNamespacedConfigMap({ name, namespace }, withTimeout());
     return { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? "", annotations: cm.metadata?.annotations ?? {} };
   } catch (e) {
     if (e instanceof k8s.ApiException && e.code === 404) return undefined;
@@ -115,8 +123,9 @@ export async function applyConfigMapData(
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const body = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, resourceVersion, annotations }, data };
   try {
-    const written = await withTimeout(
-      core.patchNamespacedConfigMap({ name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply)),
+    const written = await core.patchNamespacedConfigMap(
+      { name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true },
+      withTimeout(k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply)),
     );
     return written.metadata?.resourceVersion ?? "";
   } catch (e) {

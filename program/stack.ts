@@ -1,24 +1,54 @@
 // The whole program: stack config -> routing table -> validated Envoy files
-// -> the Kubernetes objects of both gateways and every routed service.
+// -> the Kubernetes objects of both gateways and every routed service, and a
+// routes resource per gateway given the facts (routing config and the
+// discovered dev/PR namespaces).
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { runError } from "./run-error.js";
 import { InputError } from "../routing/config/errors.js";
-import { fromPulumiConfig, parseStackConfig } from "../routing/config/load.js";
-import { GATEWAYS, type GatewayName, type StackConfig } from "../routing/config/schema.js";
+import { fromPulumiConfig, KUBECONFIG_KEY, kubeconfigOf, parseStackConfig, PROJECT } from "../routing/config/load.js";
+import { GATEWAYS, routingConfig, type GatewayName, type StackConfig } from "../routing/config/schema.js";
 import { renderGateways } from "../routing/render.js";
-import { buildRoutingTable, stackClusterName, type DevNamespaces, type RoutingTable } from "../routing/table.js";
-import { routesInput } from "../routing/routes-input.js";
-import { serviceHost } from "../routing/names.js";
+import { describeRoutes, routesView } from "../routing/routes-view.js";
+import { buildRoutingTable, type DevNamespaces } from "../routing/table.js";
 import { EnvoyGateway } from "../components/envoy-gateway.js";
 import { HeadlessService } from "../components/headless-service.js";
 import { RouteSyncAccess } from "../components/route-sync-access.js";
 import { Routes } from "../components/routes.js";
 
-/** Validated stack config from the engine; a bad value stops the program before anything is declared. */
-export function loadStackConfig(): StackConfig {
+/** The stack's config, and its kubeconfig kept apart from it. */
+export interface LoadedConfig {
+  config: StackConfig;
+  /** The cluster's kubeconfig, when the stack sets one: the text for the program's own API calls, the secret for every resource input. */
+  kubeconfig?: { text: string; secret: pulumi.Output<string> };
+}
+
+/** Stack config keys (without the project prefix) set with --secret. */
+function secretKeys(all: Record<string, string>): Set<string> {
+  const isSecret = (pulumi.runtime as unknown as { isConfigSecret(key: string): boolean }).isConfigSecret;
+  const prefix = `${PROJECT}:`;
+  return new Set(Object.keys(all).filter((k) => k.startsWith(prefix) && isSecret(k)).map((k) => k.slice(prefix.length)));
+}
+
+/**
+ * Validated stack config from the engine; a bad value stops the program
+ * before anything is declared. The kubeconfig must be a secret.
+ */
+export function loadStackConfig(): LoadedConfig {
+  const all = pulumi.runtime.allConfig();
+  const secrets = secretKeys(all);
+  const subject = `stack ${pulumi.getStack()} config`;
   try {
-    return parseStackConfig(fromPulumiConfig(pulumi.runtime.allConfig()), `stack ${pulumi.getStack()} config`);
+    const raw = fromPulumiConfig(all);
+    const config = parseStackConfig(raw, subject, { secretKeys: secrets });
+    const text = kubeconfigOf(raw);
+    if (text === undefined) return { config };
+    if (!secrets.has(KUBECONFIG_KEY)) {
+      throw new InputError(subject, [
+        { key: `${PROJECT}:${KUBECONFIG_KEY}`, message: `is plain text in the stack's config; set it as a secret: pulumi config set --secret ${PROJECT}:${KUBECONFIG_KEY} (value not shown)` },
+      ]);
+    }
+    return { config, kubeconfig: { text, secret: new pulumi.Config(PROJECT).requireSecret(KUBECONFIG_KEY) } };
   } catch (e) {
     // RunError: Pulumi prints the message without a stack trace.
     if (e instanceof InputError) throw runError(e.message);
@@ -39,34 +69,34 @@ export interface StackOutputs {
 /**
  * Declares everything. The gateways' xDS ConfigMaps are created with the
  * production routes (so Envoy can start); from then on the routes resources
- * own their data, with the dev/PR routes `devNamespaces` gives.
+ * own their data, given the dev/PR namespaces `devNamespaces` lists.
  */
-export function declareStack(config: StackConfig, devNamespaces: DevNamespaces = {}, now: Date = new Date()): StackOutputs {
+export function declareStack(loaded: LoadedConfig, devNamespaces: DevNamespaces = {}, now: Date = new Date()): StackOutputs {
+  const { config } = loaded;
+  const routing = routingConfig(config);
   let files;
-  let table: RoutingTable;
+  let table;
   try {
-    files = renderGateways(config, buildRoutingTable(config, {}, "stack config", now));
-    table = buildRoutingTable(config, devNamespaces, "discovered dev/PR namespaces", now);
+    files = renderGateways(config, buildRoutingTable(routing, {}, "stack config", now));
+    table = buildRoutingTable(routing, devNamespaces, "discovered dev/PR namespaces", now);
   } catch (e) {
     if (e instanceof InputError) throw runError(e.message);
     throw e;
   }
-  const provider = new k8s.Provider("kubernetes", {
-    kubeconfig: config.kubeconfig === undefined ? undefined : pulumi.secret(config.kubeconfig),
-    renderYamlToDirectory: config.renderYamlToDirectory,
-  });
-  // One headless Service per version (stack) of each production service; a single version is the service itself.
+  const kubeconfig = loaded.kubeconfig?.secret;
+  const provider = new k8s.Provider("kubernetes", { kubeconfig, renderYamlToDirectory: config.renderYamlToDirectory });
+  // One headless Service per version of each production service; a single version is the service itself.
   const services = table.production.flatMap((s) => {
     const spec = config.services.find((p) => p.name === s.name)!;
-    return s.stacks.map(
-      (stack) =>
+    return s.versions.map(
+      (v) =>
         new HeadlessService(
-          stack.service,
+          v.service,
           {
-            serviceName: stack.service,
+            serviceName: v.service,
             logicalName: s.name,
-            version: stack.version || undefined,
-            weight: stack.weight,
+            version: v.version || undefined,
+            weight: v.weight,
             namespace: s.namespace,
             replicas: spec.replicas,
             websocket: spec.websocket,
@@ -96,42 +126,16 @@ export function declareStack(config: StackConfig, devNamespaces: DevNamespaces =
     );
     gatewayResources[gateway] = g;
     gateways[gateway] = { service: `${config.namespace}/${gateway}`, address: g.address };
-    routes[gateway] = describeRoutes(config, table, gateway);
+    routes[gateway] = describeRoutes(routesView(routing, table, gateway));
     // In render mode there is no cluster to write to: the ConfigMaps carry the production routes.
     if (!config.renderYamlToDirectory) {
       new Routes(
         `${gateway}-routes`,
-        {
-          gateway,
-          namespace: config.namespace,
-          configMap: g.xdsConfigMap.metadata.name,
-          config: routesConfig(config),
-          routes: routesInput(config, table, gateway),
-          asOf: now.toISOString(),
-          kubeconfig: config.kubeconfig === undefined ? undefined : pulumi.secret(config.kubeconfig),
-        },
+        { gateway, namespace: config.namespace, configMap: g.xdsConfigMap.metadata.name, config: routing, devNamespaces, kubeconfig },
         { dependsOn: [g.xdsConfigMap] },
       );
     }
   }
   new RouteSyncAccess("route-sync", { namespace: config.namespace, configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name) }, { provider });
   return { gateways, routes, gatewayResources, services };
-}
-
-/** The stack config the routes resources render with: no kubeconfig (it is a separate secret input), no render directory. */
-function routesConfig(config: StackConfig): Record<string, unknown> {
-  const { kubeconfig: _k, renderYamlToDirectory: _r, ...rest } = config;
-  return rest;
-}
-
-/** One line per route, for the stack outputs: "https://batch.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)". */
-export function describeRoutes(config: StackConfig, table: RoutingTable, gateway: GatewayName): string[] {
-  const domain = gateway === "gateway" ? config.domain : config.internalDomain;
-  const devHost = config.gateways[gateway].devHost ?? `internal.${domain}`;
-  const target = (s: RoutingTable["production"][number]) =>
-    s.stacks.map((st) => `${serviceHost(st.service, s.namespace, config.clusterDomain)}:443 (${stackClusterName(s, st)}${s.stacks.length > 1 ? `, ${st.weight}%` : ""})`).join(" + ");
-  return [
-    ...table.production.flatMap((s) => [`${s.name}.${domain}`, ...(gateway === "gateway" ? s.aliases : [])].map((h) => `https://${h}/ -> ${target(s)}`)),
-    ...table.dev.map((s) => `https://${devHost}/${s.namespace}/${s.name}/ -> ${target(s)}`),
-  ];
 }

@@ -1,163 +1,184 @@
-// What the routes dynamic provider does, as plain functions: check inputs,
-// diff, write the xDS ConfigMap (render, validate, size-check, then one
-// server-side apply), read it back, and fall back to production routes on
-// delete. The provider (routes.ts) loads this module inside each method, so
-// the dynamic-provider host runs it without the program's module graph.
-import { createHash } from "node:crypto";
+// What the routes dynamic provider does, as plain functions. The resource's
+// inputs are facts: the routing part of stack config and the discovered
+// dev/PR namespaces (with their services, versions and shifts). Everything
+// else is derived from them, forward only: check adds the routes they give
+// (what previews show); create/update render, validate and size-check the
+// xDS files and write them in one server-side apply; read (refresh) compares
+// the ConfigMap with what the facts rendered and names the routes that
+// differ; delete leaves the gateway its production routes. The provider
+// (components/routes.ts) loads this module in whatever process runs it.
 import { isDeepStrictEqual } from "node:util";
-import { InputError, type Problem } from "../routing/config/errors.js";
-import { parseStackConfig } from "../routing/config/load.js";
-import { GATEWAYS, type GatewayName, type StackConfig } from "../routing/config/schema.js";
-import { renderGateway } from "../routing/render.js";
-import { productionOnly, routesInput, tableFromRoutes, type RouteEntry, type RoutesInput } from "../routing/routes-input.js";
-import { buildRoutingTable, type DevNamespaces } from "../routing/table.js";
-import { readRoutesFromXds } from "../routing/read-back.js";
+import { formatProblem, InputError, type Problem } from "../routing/config/errors.js";
+import { parseRoutingConfig } from "../routing/config/load.js";
+import { GATEWAYS, type GatewayName, type RoutingConfig } from "../routing/config/schema.js";
+import { xdsDrift } from "../routing/envoy/drift.js";
+import { parseEnvoyYaml } from "../routing/envoy/xds.js";
+import { renderXds, type XdsFiles } from "../routing/render.js";
+import { routesView, type RoutesView } from "../routing/routes-view.js";
+import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
+import { dataDigest } from "../routing/units.js";
 import { applyConfigMapData, loadKubeConfig, readConfigMap } from "../kube/client.js";
 
-/** The routes resource's inputs. */
-export interface RoutesInputs {
+/** What the program gives the routes resource of one gateway: facts only. */
+export interface RoutesFacts {
   /** Which gateway's xDS ConfigMap this resource owns. */
   gateway: GatewayName;
   /** Namespace and name of that ConfigMap. */
   namespace: string;
   configMap: string;
-  /** The stack config the routes are rendered with (no secrets in it). */
-  config: Record<string, unknown>;
-  /** The routing table, keyed by route id. */
-  routes: RoutesInput;
+  /** The routing part of stack config (an allow-list of keys: `routingConfig`). */
+  config: RoutingConfig;
+  /** The dev/PR namespaces discovered in the cluster, with their services, versions and shifts. */
+  devNamespaces: DevNamespaces;
   /** Kubeconfig (a secret); absent: the ambient one. */
   kubeconfig?: string;
-  /** The instant the program computed shift weights at (check recomputes them for the same instant). */
-  asOf?: string;
 }
 
-/** Outputs: the inputs, plus what was written. */
+/** The inputs after check: the facts, plus the routes they give now (derived; what previews show). */
+export interface RoutesInputs extends RoutesFacts {
+  routes: RoutesView;
+}
+
+/** Outputs: the inputs, and what was written. */
 export interface RoutesOutputs extends RoutesInputs {
-  /** sha256 of the ConfigMap data this resource last wrote (or found, after a refresh). */
+  /** The routes written (the facts at `renderedAt`). */
+  routes: RoutesView;
+  /** Digest of the ConfigMap data this resource last wrote (or found, after a refresh). */
   dataDigest: string;
-  /** Set by a refresh when the ConfigMap holds something else than what was written. */
-  drift?: string;
+  /** The instant the written files were rendered at (it sets shift weights); refresh re-renders the same. */
+  renderedAt: string;
+  /** Set by a refresh that found the ConfigMap changed out of band: route id -> what differs. */
+  drift?: Record<string, string>;
 }
 
 const DIGEST_ANNOTATION = "envoy-gateways.io/routes-digest";
 
-export function configOf(inputs: Pick<RoutesInputs, "config">): StackConfig {
-  return parseStackConfig(inputs.config, "routes resource config");
+/** The facts of any inputs or state (what the resource is given). */
+export function factsOf(x: RoutesFacts): RoutesFacts {
+  return {
+    gateway: x.gateway,
+    namespace: x.namespace,
+    configMap: x.configMap,
+    config: x.config,
+    devNamespaces: x.devNamespaces,
+    ...(x.kubeconfig !== undefined ? { kubeconfig: x.kubeconfig } : {}),
+  };
 }
 
-/** Problems with the inputs: bad config, ids that do not match their route, dev routes the table refuses, documents Envoy would refuse. */
-export function checkRoutes(inputs: RoutesInputs): Problem[] {
-  if (!GATEWAYS.includes(inputs.gateway)) return [{ key: "gateway", message: `must be ${GATEWAYS.join(" or ")}`, value: inputs.gateway }];
-  let config: StackConfig;
-  try {
-    config = configOf(inputs);
-  } catch (e) {
-    return e instanceof InputError ? [...e.problems] : [{ key: "config", message: String(e) }];
-  }
-  const problems: Problem[] = [];
-  const dev: Record<string, { name: string; stacks: { version: string; service: string; weight: number }[]; websocket: boolean; shift?: RouteEntry["shift"] }[]> = {};
-  for (const [id, r] of Object.entries(inputs.routes ?? {})) {
-    if (!r || typeof r !== "object" || id !== `${r.namespace}/${r.service}`) {
-      problems.push({ key: `routes[${JSON.stringify(id)}]`, message: "the id must be <namespace>/<service> of its route", value: r && { namespace: r.namespace, service: r.service } });
-      continue;
-    }
-    if (r.namespace === config.namespace) continue;
-    (dev[r.namespace] ??= []).push({
-      name: r.service,
-      websocket: r.websocket,
-      stacks: Object.values(r.clusters ?? {}).map((c) => ({ version: c.version, service: String(c.upstream).split(".")[0]!, weight: c.weight })),
-      ...(r.shift ? { shift: r.shift } : {}),
-    });
-  }
-  if (problems.length) return problems;
-  let expected: RoutesInput;
-  try {
-    expected = routesInput(config, buildRoutingTable(config, dev as DevNamespaces, "routes", inputs.asOf ? new Date(inputs.asOf) : new Date()), inputs.gateway);
-  } catch (e) {
-    return e instanceof InputError ? [...e.problems] : [{ key: "routes", message: String(e) }];
-  }
-  for (const id of new Set([...Object.keys(expected), ...Object.keys(inputs.routes)])) {
-    if (!isDeepStrictEqual(expected[id], inputs.routes[id])) {
-      problems.push({ key: `routes[${JSON.stringify(id)}]`, message: expected[id] ? `does not match what the routing table gives for it: ${JSON.stringify(expected[id])}` : "is a production route the stack config does not declare", value: inputs.routes[id] });
-    }
-  }
-  if (problems.length) return problems;
-  try {
-    render(inputs);
-  } catch (e) {
-    return e instanceof InputError ? [...e.problems] : [{ key: "routes", message: String(e) }];
-  }
-  return [];
+/** One problem of the inputs, on the input property it concerns. */
+export interface InputProblem {
+  property: "gateway" | "config" | "devNamespaces";
+  problem: Problem;
 }
 
-/** check(): failures as the engine shows them, each on the input property it concerns (stack config keys are under `config`). */
-export function checkFailures(inputs: RoutesInputs): { property: string; reason: string }[] {
-  return checkRoutes(inputs).map((p) => ({
-    property: p.key.startsWith("envoy-gateways:") || p.key.startsWith("routes resource config") ? "config" : p.key.split(/[.[ ]/)[0] || "routes",
-    reason: `${p.key}: ${p.message}${"value" in p ? ` (got ${JSON.stringify(p.value)})` : ""}`,
-  }));
+/** The routing table, files and routes the facts give at `now`; throws `RoutesInputError` listing every problem. */
+export function renderRoutes(facts: RoutesFacts, now: Date): { table: RoutingTable; files: XdsFiles; routes: RoutesView } {
+  const stage = <T>(property: InputProblem["property"] | ((p: Problem) => InputProblem["property"]), run: () => T): T => {
+    try {
+      return run();
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      throw new RoutesInputError(e.problems.map((problem) => ({ property: typeof property === "function" ? property(problem) : property, problem })));
+    }
+  };
+  if (!GATEWAYS.includes(facts.gateway)) throw new RoutesInputError([{ property: "gateway", problem: { key: "gateway", message: `must be ${GATEWAYS.join(" or ")}`, value: facts.gateway } }]);
+  const config = stage("config", () => parseRoutingConfig(facts.config));
+  const table = stage(
+    (p) => (p.key.startsWith("envoy-gateways:") ? "config" : "devNamespaces"),
+    () => buildRoutingTable(config, facts.devNamespaces ?? {}, "discovered dev/PR namespaces", now),
+  );
+  // Documents Envoy would refuse are a safety net under the config checks: they come from the config's values.
+  const files = stage("config", () => renderXds(config, table, facts.gateway));
+  return { table, files, routes: routesView(config, table, facts.gateway) };
+}
+
+/** Inputs the routes resource refuses: every problem, each on its input property. */
+export class RoutesInputError extends Error {
+  constructor(readonly problems: readonly InputProblem[]) {
+    super(`routes resource inputs: ${problems.length} problem${problems.length === 1 ? "" : "s"}\n${problems.map((p) => `  - ${formatProblem(p.problem)}`).join("\n")}`);
+    this.name = "RoutesInputError";
+  }
+}
+
+/** check(): the inputs with the routes they give, or every problem (bad config, dev routes the table refuses, documents Envoy would refuse). */
+export function checkRoutes(facts: RoutesFacts, now: Date = new Date()): { inputs?: RoutesInputs; problems: InputProblem[] } {
+  try {
+    return { inputs: { ...factsOf(facts), routes: renderRoutes(facts, now).routes }, problems: [] };
+  } catch (e) {
+    if (e instanceof RoutesInputError) return { problems: [...e.problems] };
+    throw e;
+  }
+}
+
+/** check()'s failures as the engine shows them. */
+export function checkFailures(problems: readonly InputProblem[]): { property: string; reason: string }[] {
+  return problems.map((p) => ({ property: p.property, reason: formatProblem(p.problem) }));
 }
 
 /**
- * diff(): a change when the routes differ, when what these inputs render is
- * not what was written (a stack config change that reaches cds.yaml or
- * rds.yaml), or when a refresh found the ConfigMap edited out of band. Stack
- * config that does not change the rendered files (a service's replica count,
- * the bootstrap's settings) is not a change of this resource. Owning another
- * ConfigMap means replacing the resource.
+ * diff(): owning another ConfigMap means replacing the resource. Otherwise a
+ * change when the facts differ, when the routes they give now differ from
+ * those written (a shift moved the weights), when what they render is not
+ * what was written (a new version of the translation), or when a refresh
+ * found the ConfigMap edited out of band.
  */
-export function diffRoutes(olds: RoutesOutputs, news: RoutesInputs): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
+export function diffRoutes(olds: Partial<RoutesOutputs>, news: RoutesInputs, now: Date = new Date()): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
   const replaces = (["gateway", "namespace", "configMap"] as const).filter((k) => olds[k] !== news[k]);
   const changed =
+    olds.devNamespaces === undefined || // state written before the resource's inputs were facts
+    !isDeepStrictEqual(factsOf(olds as RoutesFacts), factsOf(news)) ||
     !isDeepStrictEqual(olds.routes, news.routes) ||
-    (olds.kubeconfig ?? "") !== (news.kubeconfig ?? "") ||
     olds.drift !== undefined ||
-    olds.dataDigest !== digest(render(news));
-  return { changes: changed || replaces.length > 0, replaces: [...replaces], deleteBeforeReplace: false };
+    olds.dataDigest !== dataDigest(renderRoutes(news, now).files.xds);
+  return { changes: changed || replaces.length > 0, replaces, deleteBeforeReplace: false };
 }
 
-/** The xDS ConfigMap data for the inputs: rendered and validated (throws InputError listing every problem). */
-export function render(inputs: RoutesInputs, routes: RoutesInput = inputs.routes): Record<string, string> {
-  const config = configOf(inputs);
-  return renderGateway(config, tableFromRoutes(config, routes), inputs.gateway).xds;
-}
-
-export function digest(data: Record<string, string>): string {
-  const hash = createHash("sha256");
-  for (const key of Object.keys(data).sort()) hash.update(key).update("\0").update(data[key]!).update("\0");
-  return hash.digest("hex");
-}
-
-/** Writes the rendered routes into the ConfigMap (one server-side apply, guarded by the resourceVersion just read). */
-export async function writeRoutes(inputs: RoutesInputs, routes: RoutesInput = inputs.routes): Promise<RoutesOutputs> {
-  const data = render(inputs, routes);
-  const kc = loadKubeConfig(inputs.kubeconfig);
-  const current = await readConfigMap(kc, inputs.namespace, inputs.configMap);
+/**
+ * Writes the files the facts give at `now` into the ConfigMap: one
+ * server-side apply guarded by the resourceVersion just read, skipped when
+ * the ConfigMap already holds them.
+ */
+export async function writeRoutes(facts: RoutesFacts, now: Date = new Date()): Promise<RoutesOutputs> {
+  const { files, routes } = renderRoutes(facts, now);
+  const kc = loadKubeConfig(facts.kubeconfig);
+  const current = await readConfigMap(kc, facts.namespace, facts.configMap);
   if (!current) {
-    throw new Error(`ConfigMap ${inputs.namespace}/${inputs.configMap} does not exist: the EnvoyGateway component creates it with the production routes; run a full \`pulumi up\` first`);
+    throw new Error(`ConfigMap ${facts.namespace}/${facts.configMap} does not exist: the EnvoyGateway component creates it with the production routes; run a full \`pulumi up\` first`);
   }
-  const dataDigest = digest(data);
-  if (current.annotations[DIGEST_ANNOTATION] !== dataDigest || digest(current.data) !== dataDigest) {
-    await applyConfigMapData(kc, inputs.namespace, inputs.configMap, data, current.resourceVersion, { [DIGEST_ANNOTATION]: dataDigest });
+  const digest = dataDigest(files.xds);
+  if (current.annotations[DIGEST_ANNOTATION] !== digest || dataDigest(current.data) !== digest) {
+    await applyConfigMapData(kc, facts.namespace, facts.configMap, files.xds, current.resourceVersion, { [DIGEST_ANNOTATION]: digest });
   }
-  return { ...inputs, routes, dataDigest };
+  return { ...factsOf(facts), routes, dataDigest: digest, renderedAt: now.toISOString() };
 }
 
-/** What the ConfigMap holds now: unchanged state if it is what was written, otherwise the routes it actually serves. */
+/**
+ * read() for refresh: the state as it is when the ConfigMap holds what was
+ * written; otherwise, the routes that differ from what the facts rendered at
+ * `renderedAt`. Undefined when the ConfigMap is gone.
+ */
 export async function readRoutes(state: RoutesOutputs): Promise<RoutesOutputs | undefined> {
   const kc = loadKubeConfig(state.kubeconfig);
   const current = await readConfigMap(kc, state.namespace, state.configMap);
   if (!current) return undefined;
-  const found = digest(current.data);
-  if (found === state.dataDigest) return state;
-  const config = configOf(state);
-  const read = readRoutesFromXds(config, state.gateway, current.data);
-  return { ...state, routes: read.routes, dataDigest: found, drift: `the ConfigMap was changed outside this program${read.problems.length ? `: ${read.problems.join("; ")}` : ""}` };
+  const found = dataDigest(current.data);
+  const { drift: _, ...clean } = state;
+  if (found === state.dataDigest) return clean;
+  const expected = renderRoutes(state, new Date(state.renderedAt));
+  const parse = (file: string): unknown => {
+    try {
+      return parseEnvoyYaml(current.data[file] ?? "");
+    } catch {
+      return undefined;
+    }
+  };
+  const drift = xdsDrift(expected.table, expected.files.documents, { cds: parse("cds.yaml"), rds: parse("rds.yaml") });
+  return { ...clean, dataDigest: found, drift: Object.keys(drift).length ? drift : { "(files)": "the ConfigMap's files were rewritten with the same routes" } };
 }
 
 /** On delete: the gateway keeps its production routes (never an empty or missing ConfigMap under a running Envoy). */
 export async function removeRoutes(state: RoutesOutputs): Promise<void> {
   const kc = loadKubeConfig(state.kubeconfig);
   if (!(await readConfigMap(kc, state.namespace, state.configMap))) return;
-  await writeRoutes(state, productionOnly(configOf(state), state.routes));
+  await writeRoutes({ ...factsOf(state), devNamespaces: {} });
 }

@@ -1,14 +1,14 @@
 // Discovery, the pure part: from the namespaces and Services the API server
-// lists, the dev/PR part of the routing table. A namespace is routed when it
-// carries the stack's routing label and is not terminating; a Service is
-// routed when it carries the routing labels (one Service per stack of a
-// logical service). A Service with malformed labels is reported by name and
-// left out; it never breaks the other routes.
+// lists, the dev/PR routing facts. A namespace is routed when it carries the
+// stack's routing label and is not terminating; a Service is routed when it
+// carries the routing labels (one Service per version of a logical service).
+// A Service with malformed labels or shift annotations is reported by name
+// and left out; it never breaks the other routes.
 import type { Problem } from "./config/errors.js";
 import { LABEL, SHIFT_ANNOTATION } from "./labels.js";
-import { parseShiftDuration, shiftInfo, shiftProblems, versionWeights, type Shift } from "./shifts.js";
+import { checkShift, overlapProblem, type Shift, type ShiftSpec } from "./shifts.js";
 import { isDnsLabel } from "./names.js";
-import type { DevNamespaces, DevServiceSpec, UpstreamStack } from "./table.js";
+import type { DevNamespaces, DevServiceFacts, DevVersionFacts } from "./table.js";
 
 /** The parts of Kubernetes objects discovery reads (what client-node returns). */
 export interface ObjectMeta {
@@ -44,14 +44,16 @@ export function routedNamespaces(namespaces: readonly NamespaceObject[], product
 }
 
 /**
- * The dev/PR routes: for each routed namespace, its Services carrying the
- * routing labels grouped by logical service into stacks with weights.
+ * The dev/PR routing facts: for each routed namespace, its Services carrying
+ * the routing labels grouped by logical service, with their versions and the
+ * traffic shifts annotated on them. Weights are not facts: the routing table
+ * derives them from the shifts, at the instant it is built.
  */
-export function discoverRoutes(namespaces: readonly NamespaceObject[], services: readonly ServiceObject[], productionNamespace: string, now: Date = new Date()): Discovered {
+export function discoverRoutes(namespaces: readonly NamespaceObject[], services: readonly ServiceObject[], productionNamespace: string): Discovered {
   const routed = new Set(routedNamespaces(namespaces, productionNamespace));
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
-  // namespace -> logical service -> stacks (with the Service each came from)
+  // namespace -> logical service -> its Services, one per version
   const grouped = new Map<string, Map<string, Grouped[]>>();
   for (const svc of services) {
     const ns = svc.metadata?.namespace;
@@ -68,49 +70,34 @@ export function discoverRoutes(namespaces: readonly NamespaceObject[], services:
       warnings.push({ key, message: `is not headless (clusterIP ${svc.spec.clusterIP}): the gateways reach one virtual IP instead of every pod; set clusterIP: None` });
     }
     const logical = labels[LABEL.service]!;
-    const byService = grouped.get(ns) ?? new Map();
+    const byService = grouped.get(ns) ?? new Map<string, Grouped[]>();
     grouped.set(ns, byService);
-    const stacks = byService.get(logical) ?? [];
-    byService.set(logical, stacks);
-    stacks.push({
-      stack: { version: labels[LABEL.version] ?? "", service: name, weight: labels[LABEL.weight] === undefined ? 100 : Number(labels[LABEL.weight]) },
+    const versions = byService.get(logical) ?? [];
+    byService.set(logical, versions);
+    versions.push({
+      version: { version: labels[LABEL.version] ?? "", service: name },
       websocket: labels[LABEL.protocol] === "websocket",
       versionLabel: labels[LABEL.version],
       weightLabel: labels[LABEL.weight],
       key,
-      shift: shiftAnnotations(logical, labels[LABEL.version] ?? "", svc.metadata?.annotations ?? {}),
+      shift: shiftAnnotations(labels[LABEL.version] ?? "", svc.metadata?.annotations ?? {}),
     });
   }
   const devNamespaces: DevNamespaces = {};
   for (const ns of [...grouped.keys()].sort()) {
-    const specs: DevServiceSpec[] = [];
-    for (const [logical, stacks] of [...grouped.get(ns)!.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const where = `service ${logical} in namespace ${ns} (${stacks.map((s) => s.key).join(", ")})`;
-      const problem = stackProblem(stacks);
+    const found: DevServiceFacts[] = [];
+    for (const [logical, versions] of [...grouped.get(ns)!.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const where = `service ${logical} in namespace ${ns} (${versions.map((s) => s.key).join(", ")})`;
+      versions.sort((a, b) => (a.version.version < b.version.version ? -1 : 1));
+      const problem = versionsProblem(versions) ?? shiftsProblem(logical, versions);
       if (problem) {
         problems.push({ key: where, message: `left out: ${problem}` });
         continue;
       }
-      stacks.sort((a, b) => (a.stack.version < b.stack.version ? -1 : 1));
-      const shifts = stacks.flatMap((s) => (s.shift ? [s.shift] : []));
-      const shiftErrors = shifts.flatMap((sh) => (typeof sh === "string" ? [sh] : shiftProblems(sh)));
-      if (shiftErrors.length) {
-        problems.push({ key: where, message: `left out: ${shiftErrors.join("; ")}` });
-        continue;
-      }
-      const spec: DevServiceSpec = { name: logical, stacks: stacks.map((s) => s.stack), websocket: stacks.some((s) => s.websocket) };
-      if (stacks.length > 1 || shifts.length) {
-        const result = versionWeights(logical, stacks.map((s) => s.stack.version), shifts as Shift[], now);
-        if ("problem" in result) {
-          problems.push({ key: where, message: `left out: ${result.problem}` });
-          continue;
-        }
-        for (const s of spec.stacks!) s.weight = result.weights[s.version]!;
-        if (result.shift) spec.shift = shiftInfo(result.shift);
-      }
-      specs.push(spec);
+      const shifts = versions.flatMap((v) => (v.shift ? [v.shift] : []));
+      found.push({ name: logical, versions: versions.map((v) => v.version), websocket: versions.some((v) => v.websocket), ...(shifts.length ? { shifts } : {}) });
     }
-    if (specs.length) devNamespaces[ns] = specs;
+    if (found.length) devNamespaces[ns] = found;
   }
   return { devNamespaces, problems, warnings };
 }
@@ -133,53 +120,75 @@ export function labelProblems(labels: Record<string, string>, svc: ServiceObject
 }
 
 interface Grouped {
-  stack: UpstreamStack;
+  version: DevVersionFacts;
   websocket: boolean;
   versionLabel: string | undefined;
   weightLabel: string | undefined;
   key: string;
-  /** The shift annotated on this version's Service (or what is wrong with the annotations). */
-  shift: Shift | string | undefined;
+  /** The shift annotated on this version's Service, as written. */
+  shift: ShiftSpec | undefined;
 }
 
 /**
  * Several Services for one logical service must each name a distinct version;
  * their split comes from a shift, never from weight labels alone.
  */
-function stackProblem(stacks: Grouped[]): string | undefined {
-  if (stacks.length === 1) {
-    const s = stacks[0]!;
-    return s.weightLabel !== undefined && s.stack.weight !== 100 && !s.shift ? `its only Service has weight ${s.stack.weight}; a single version takes all the traffic (100)` : undefined;
+function versionsProblem(versions: Grouped[]): string | undefined {
+  if (versions.length === 1) {
+    const v = versions[0]!;
+    return v.weightLabel !== undefined && v.weightLabel !== "100" && !v.shift ? `its only Service has weight ${v.weightLabel}; a single version takes all the traffic (100)` : undefined;
   }
-  const versions = stacks.map((s) => s.versionLabel);
-  if (versions.some((v) => v === undefined)) return `several Services route it, so each needs a ${LABEL.version} label`;
-  if (new Set(versions).size !== versions.length) return `two Services carry the same ${LABEL.version}`;
-  if (!stacks.some((s) => s.shift)) {
-    return stacks.some((s) => s.weightLabel !== undefined)
-      ? `it has weight labels (${stacks.map((s) => `${s.versionLabel}=${s.weightLabel ?? "none"}`).join(", ")}) but no traffic shift; annotate the new version's Service with ${SHIFT_ANNOTATION.from}, ${SHIFT_ANNOTATION.policy}, ${SHIFT_ANNOTATION.start} and ${SHIFT_ANNOTATION.duration}`
-      : `it has ${stacks.length} versions but no traffic shift says how to split its traffic (annotate the new version's Service with ${SHIFT_ANNOTATION.from}, ...)`;
+  const labels = versions.map((v) => v.versionLabel);
+  if (labels.some((v) => v === undefined)) return `several Services route it, so each needs a ${LABEL.version} label`;
+  if (new Set(labels).size !== labels.length) return `two Services carry the same ${LABEL.version}`;
+  if (!versions.some((v) => v.shift)) {
+    return versions.some((v) => v.weightLabel !== undefined)
+      ? `it has weight labels (${versions.map((v) => `${v.versionLabel}=${v.weightLabel ?? "none"}`).join(", ")}) but no traffic shift; annotate the new version's Service with ${SHIFT_ANNOTATION.from}, ${SHIFT_ANNOTATION.policy}, ${SHIFT_ANNOTATION.start} and ${SHIFT_ANNOTATION.duration}`
+      : `it has ${versions.length} versions but no traffic shift says how to split its traffic (annotate the new version's Service with ${SHIFT_ANNOTATION.from}, ...)`;
   }
   return undefined;
 }
 
-/** A shift from the annotations of the Service of version `to`; a string says what is wrong; undefined when not annotated. */
-function shiftAnnotations(service: string, to: string, annotations: Record<string, string>): Shift | string | undefined {
+/** The checks every shift gets (`checkShift`), on the annotated ones, each problem naming its annotation; then overlaps. */
+function shiftsProblem(service: string, versions: Grouped[]): string | undefined {
+  const names = versions.map((v) => v.version.version);
+  const shifts: Shift[] = [];
+  const errors: string[] = [];
+  for (const v of versions) {
+    if (!v.shift) continue;
+    const checked = checkShift(service, v.shift, names);
+    for (const p of checked.problems) {
+      const annotation = p.field ? ANNOTATION_OF[p.field] : undefined;
+      errors.push(annotation ? `annotation ${annotation}=${JSON.stringify(p.value ?? "")} ${p.message}` : `shift of ${service}: ${p.message}`);
+    }
+    if (checked.shift) shifts.push(checked.shift);
+  }
+  if (errors.length) return errors.join("; ");
+  return overlapProblem(service, shifts);
+}
+
+/** Which annotation carries each field of a shift (`to` is the annotated Service's own version). */
+const ANNOTATION_OF: Record<keyof ShiftSpec, string | undefined> = {
+  from: SHIFT_ANNOTATION.from,
+  to: undefined,
+  policy: SHIFT_ANNOTATION.policy,
+  start: SHIFT_ANNOTATION.start,
+  duration: SHIFT_ANNOTATION.duration,
+  reversed: SHIFT_ANNOTATION.reversed,
+};
+
+/** The shift annotated on the Service of version `to`, as written; undefined when not annotated. */
+function shiftAnnotations(to: string, annotations: Record<string, string>): ShiftSpec | undefined {
   const from = annotations[SHIFT_ANNOTATION.from];
   if (from === undefined) return undefined;
-  const policy = annotations[SHIFT_ANNOTATION.policy];
-  if (policy !== "linear" && policy !== "atomic") return `annotation ${SHIFT_ANNOTATION.policy}=${JSON.stringify(policy)} must be linear or atomic`;
-  const durationText = annotations[SHIFT_ANNOTATION.duration] ?? "";
-  const durationMs = parseShiftDuration(durationText);
-  if (durationMs === undefined) return `annotation ${SHIFT_ANNOTATION.duration}=${JSON.stringify(durationText)} must be a duration from 1 minute to 5 days, such as 30m, 2h or 5d`;
   const reversed = annotations[SHIFT_ANNOTATION.reversed];
   return {
-    service,
     from,
     to,
-    policy,
-    start: new Date(annotations[SHIFT_ANNOTATION.start] ?? "not a time"),
-    durationMs,
-    ...(reversed !== undefined ? { reversedAt: new Date(reversed) } : {}),
+    policy: annotations[SHIFT_ANNOTATION.policy] as ShiftSpec["policy"],
+    start: annotations[SHIFT_ANNOTATION.start] ?? "",
+    duration: annotations[SHIFT_ANNOTATION.duration] ?? "",
+    ...(reversed !== undefined ? { reversed } : {}),
   };
 }
 

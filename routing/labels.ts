@@ -1,5 +1,5 @@
 // The routing facts a Service carries as labels (as Lighthouse did on
-// Kubernetes): one Service per stack (version) of a logical service. The
+// Kubernetes): one Service per version of a logical service. The
 // components write them; discovery reads them back.
 
 const PREFIX = "envoy-gateways.io";
@@ -7,7 +7,7 @@ const PREFIX = "envoy-gateways.io";
 export const LABEL = {
   /** Logical service name: the route path segment (dev) or host label (production). */
   service: `${PREFIX}/service`,
-  /** The stack (version) this Service selects, when a service runs several. */
+  /** The version this Service selects, when a service runs several. */
   version: `${PREFIX}/version`,
   /** Name of the Service port the gateways use. */
   portName: `${PREFIX}/port-name`,
@@ -15,7 +15,7 @@ export const LABEL = {
   port: `${PREFIX}/port`,
   /** Application protocol: http, or websocket (long-lived streams). */
   protocol: `${PREFIX}/protocol`,
-  /** Whole percent of the logical service's traffic this stack gets. */
+  /** Whole percent of the logical service's traffic this version gets (informational: splits come from traffic shifts). */
   weight: `${PREFIX}/weight`,
   /** Pod replicas behind the Service (for reviewers and the policy pack). */
   replicas: `${PREFIX}/replicas`,
@@ -46,7 +46,7 @@ export const SHIFT_ANNOTATION = {
   reversed: `${PREFIX}/shift-reversed`,
 } as const;
 
-/** Labels of a routed Service for one stack of a logical service. */
+/** Labels of a routed Service for one version of a logical service. */
 export function routingLabels(args: { service: string; version?: string; weight: number; replicas: number; websocket: boolean }): Record<string, string> {
   const labels: Record<string, string> = {
     [LABEL.service]: args.service,

@@ -7,7 +7,7 @@ export function isDnsLabel(name: string): boolean {
 }
 
 /**
- * The Envoy cluster of one upstream stack: `<namespace>_<service>`, plus
+ * The Envoy cluster of one version of a service: `<namespace>_<service>`, plus
  * `_<version>` for one of several versions. `_` never appears in a Kubernetes
  * name, so the name is unambiguous, and it has no dot, so Envoy's stats tag
  * extraction keeps it whole in per-cluster Prometheus metrics.
@@ -28,3 +28,8 @@ export function routeId(namespace: string, service: string): string {
 
 /** Port every routed pod serves TLS on, and every headless Service exposes. */
 export const UPSTREAM_PORT = 443;
+
+/** The Kubernetes Service of one version of a production service: <service>-<version>. */
+export function versionServiceName(service: string, version: string): string {
+  return `${service}-${version}`;
+}

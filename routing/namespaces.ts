@@ -1,13 +1,17 @@
 // The dev/PR namespaces file `render` accepts: YAML mapping each namespace to
-// its routed services, the same shape discovery produces. A service is a
-// name, or { name, websocket?, stacks?: [{ version, service, weight }] }.
+// its routed services, the same facts discovery produces. A service is a
+// name, or { name, websocket?, versions?: [{ version, service }], shifts?:
+// [{ from, to, policy, start, duration, reversed? }] } (weights come from the
+// shifts, as for discovered services).
 //
 //   pr-1234: [batch, batch-driver]
 //   pr-1240:
 //     - name: batch
-//       stacks:
-//         - { version: blue, service: batch-blue, weight: 90 }
-//         - { version: green, service: batch-green, weight: 10 }
+//       versions:
+//         - { version: blue, service: batch-blue }
+//         - { version: green, service: batch-green }
+//       shifts:
+//         - { from: blue, to: green, policy: linear, start: "2026-12-01T09:00:00Z", duration: 30m }
 //
 // Entries are checked when the routing table is built (every problem at once).
 import { readFileSync } from "node:fs";

@@ -1,29 +1,41 @@
-// Rendering: stack config + dev namespaces -> the validated files of both
+// Rendering: stack config + routing table -> the validated files of the
 // gateways. Nothing is returned (so nothing can be written) unless every
-// document of every gateway is valid and the xDS ConfigMaps fit.
+// document is valid and the xDS ConfigMap fits.
 import { InputError, type Problem } from "./config/errors.js";
-import { GATEWAYS, type GatewayName, type StackConfig } from "./config/schema.js";
+import { GATEWAYS, type GatewayName, type RoutingConfig, type StackConfig } from "./config/schema.js";
 import type { RenderOptions } from "./envoy/context.js";
-import { translateGateway, type GatewayDocuments } from "./envoy/gateway.js";
+import { translateGateway, translateXds, type GatewayDocuments, type XdsDocuments } from "./envoy/gateway.js";
 import { BOOTSTRAP_FILE, XDS_FILES } from "./envoy/types.js";
 import { toReadableYaml, toXdsYaml } from "./envoy/xds.js";
 import { tableCounts, type RoutingTable } from "./table.js";
-import { validateGateway } from "./validation/index.js";
+import { validateGateway, validateXds } from "./validation/index.js";
 
 /** Kubernetes refuses a ConfigMap whose keys and values exceed 1 MiB. */
 export const CONFIGMAP_LIMIT_BYTES = 1024 * 1024;
 
-export interface GatewayFiles {
+/** A gateway's xDS ConfigMap data (cds.yaml, rds.yaml) and the documents it was written from. */
+export interface XdsFiles {
   gateway: GatewayName;
+  xds: Record<string, string>;
+  documents: XdsDocuments;
+}
+
+export interface GatewayFiles extends XdsFiles {
   /** Bootstrap ConfigMap data: envoy.yaml and the sds-*.yaml files. */
   bootstrap: Record<string, string>;
-  /** xDS ConfigMap data: cds.yaml and rds.yaml. */
-  xds: Record<string, string>;
-  /** The documents the files were written from. */
   documents: GatewayDocuments;
 }
 
-/** Renders and validates one gateway; throws an `InputError` listing every problem. */
+/** Renders and validates one gateway's xDS files (what its routes resource writes); throws an `InputError` listing every problem. */
+export function renderXds(config: RoutingConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): XdsFiles {
+  const documents = translateXds(config, table, gateway, options);
+  const { xds, problems } = xdsFiles(documents, table);
+  problems.unshift(...validateXds(documents));
+  if (problems.length) throw new InputError(`Envoy documents of ${gateway}`, problems);
+  return { gateway, xds, documents };
+}
+
+/** Renders and validates all of one gateway's files; throws an `InputError` listing every problem. */
 export function renderGateway(config: StackConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): GatewayFiles {
   const { files, problems } = tryRenderGateway(config, table, gateway, options);
   if (problems.length) throw new InputError(`Envoy documents of ${gateway}`, problems);
@@ -40,22 +52,31 @@ export function renderGateways(config: StackConfig, table: RoutingTable, options
 
 function tryRenderGateway(config: StackConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions): { files: GatewayFiles; problems: Problem[] } {
   const documents = translateGateway(config, table, gateway, options);
-  const problems = validateGateway(documents);
-  const xds = { [XDS_FILES.cds]: toXdsYaml(documents.cds), [XDS_FILES.rds]: toXdsYaml(documents.rds) };
+  const { xds, problems } = xdsFiles(documents, table);
+  problems.unshift(...validateGateway(documents));
   const bootstrap: Record<string, string> = { [BOOTSTRAP_FILE]: toReadableYaml(documents.bootstrap) };
   for (const [file, doc] of Object.entries(documents.sds)) bootstrap[file] = toReadableYaml(doc);
-  const size = configMapBytes(xds);
-  if (size > CONFIGMAP_LIMIT_BYTES) {
-    const counts = tableCounts(table);
-    problems.push({
-      key: `${gateway}/xDS ConfigMap`,
-      message:
-        `would hold ${size.toLocaleString("en-US")} bytes (cds.yaml ${bytes(xds[XDS_FILES.cds]!)} + rds.yaml ${bytes(xds[XDS_FILES.rds]!)}) ` +
-        `for ${(counts.production + counts.dev).toLocaleString("en-US")} routed services (${counts.production} production, ${counts.dev.toLocaleString("en-US")} dev in ${counts.namespaces.toLocaleString("en-US")} namespaces), ` +
-        `over the ${CONFIGMAP_LIMIT_BYTES.toLocaleString("en-US")} bytes Kubernetes allows in a ConfigMap; nothing was written`,
-    });
-  }
   return { files: { gateway, bootstrap, xds, documents }, problems };
+}
+
+/** The xDS ConfigMap data of the documents, and a problem when it would not fit in a ConfigMap. */
+function xdsFiles(documents: XdsDocuments, table: RoutingTable): { xds: Record<string, string>; problems: Problem[] } {
+  const xds = { [XDS_FILES.cds]: toXdsYaml(documents.cds), [XDS_FILES.rds]: toXdsYaml(documents.rds) };
+  const size = configMapBytes(xds);
+  if (size <= CONFIGMAP_LIMIT_BYTES) return { xds, problems: [] };
+  const counts = tableCounts(table);
+  return {
+    xds,
+    problems: [
+      {
+        key: `${documents.gateway}/xDS ConfigMap`,
+        message:
+          `would hold ${size.toLocaleString("en-US")} bytes (cds.yaml ${bytes(xds[XDS_FILES.cds]!)} + rds.yaml ${bytes(xds[XDS_FILES.rds]!)}) ` +
+          `for ${(counts.production + counts.dev).toLocaleString("en-US")} routed services (${counts.production} production, ${counts.dev.toLocaleString("en-US")} dev in ${counts.namespaces.toLocaleString("en-US")} namespaces), ` +
+          `over the ${CONFIGMAP_LIMIT_BYTES.toLocaleString("en-US")} bytes Kubernetes allows in a ConfigMap; nothing was written`,
+      },
+    ],
+  };
 }
 
 /** Bytes a ConfigMap's data counts against the limit: every key and value, UTF-8. */

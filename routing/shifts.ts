@@ -1,10 +1,11 @@
-// Traffic shifting between two versions (stacks) of a service, with the
+// Traffic shifting between two versions of a service, with the
 // semantics Nelson used: `linear` moves the old version's share down evenly
 // over the duration, `atomic` keeps all traffic on the old version until the
 // end and then moves it at once. A shift in progress can be reversed: it
 // replays backwards from that instant at the same rate until all traffic is
 // back on the old version. Weights are whole percentages summing to 100,
 // rounded up on the old side. Pure functions of a shift and an instant.
+import { formatDuration, parseDuration, parseTime } from "./units.js";
 
 export type ShiftPolicy = "linear" | "atomic";
 
@@ -29,9 +30,7 @@ export const MAX_SHIFT_MS = 5 * 24 * 3600_000;
 
 /** "90s", "30m", "2h", "5d" -> milliseconds; undefined if not such a duration. */
 export function parseShiftDuration(text: string): number | undefined {
-  const m = /^(\d+)(s|m|h|d)$/.exec(text);
-  if (!m) return undefined;
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 }[m[2] as "s" | "m" | "h" | "d"];
+  return parseDuration(text, ["s", "m", "h", "d"]);
 }
 
 export function shiftEnd(shift: Shift): Date {
@@ -119,24 +118,52 @@ export function reverseShift(shift: Shift, at: Date): Shift {
   return { ...shift, reversedAt: at };
 }
 
-/** Problems with a shift's own fields (each names the service and says what is allowed). */
-export function shiftProblems(shift: { service: string; from: string; to: string; start: Date; durationMs: number | undefined; reversedAt?: Date }): string[] {
-  const out: string[] = [];
-  if (shift.from === shift.to) out.push(`shift of ${shift.service}: from and to are the same version (${shift.from})`);
-  if (Number.isNaN(shift.start.getTime())) out.push(`shift of ${shift.service}: start must be an RFC 3339 time such as 2026-11-30T10:00:00Z`);
-  if (shift.durationMs === undefined || shift.durationMs < MIN_SHIFT_MS || shift.durationMs > MAX_SHIFT_MS) {
-    out.push(`shift of ${shift.service}: duration must be from 1 minute to 5 days, written like 90s, 30m, 2h or 5d`);
+/** One problem with a shift as written; `field` is the key it concerns (absent: the shift as a whole). */
+export interface ShiftProblem {
+  field?: keyof ShiftSpec;
+  message: string;
+  value?: unknown;
+}
+
+const TIME_HINT = "must be an RFC 3339 time such as 2026-11-30T10:00:00Z";
+
+/**
+ * The checks every traffic shift gets, wherever it is written (stack config,
+ * a namespaces file, Service annotations): its versions, policy, start,
+ * duration and reversal. Returns the shift when there is no problem.
+ */
+export function checkShift(service: string, written: object, versions: readonly string[]): { shift?: Shift; problems: ShiftProblem[] } {
+  const spec = written as Readonly<Record<string, unknown>>;
+  const problems: ShiftProblem[] = [];
+  for (const field of ["from", "to"] as const) {
+    const v = spec[field];
+    if (typeof v !== "string" || !versions.includes(v)) problems.push({ field, message: `must be a version of ${service} (versions: ${versions.join(", ") || "none"})`, value: v });
   }
-  if (shift.reversedAt) {
-    if (Number.isNaN(shift.reversedAt.getTime())) out.push(`shift of ${shift.service}: reversed must be an RFC 3339 time`);
-    else if (!Number.isNaN(shift.start.getTime()) && shift.durationMs !== undefined) {
-      const r = shift.reversedAt.getTime();
-      if (r < shift.start.getTime() || r >= shift.start.getTime() + shift.durationMs) {
-        out.push(`shift of ${shift.service}: reversed at ${shift.reversedAt.toISOString()}, when it was not in progress (${shift.start.toISOString()} to ${new Date(shift.start.getTime() + shift.durationMs).toISOString()}); only a shift in progress can be reversed`);
-      }
+  if (typeof spec.from === "string" && spec.from === spec.to) problems.push({ field: "to", message: `must differ from from (both are ${spec.from})`, value: spec.to });
+  if (spec.policy !== "linear" && spec.policy !== "atomic") problems.push({ field: "policy", message: "must be linear or atomic", value: spec.policy });
+  const start = parseTime(spec.start);
+  if (!start) problems.push({ field: "start", message: TIME_HINT, value: spec.start });
+  const durationMs = typeof spec.duration === "string" ? parseShiftDuration(spec.duration) : undefined;
+  if (durationMs === undefined || durationMs < MIN_SHIFT_MS || durationMs > MAX_SHIFT_MS) {
+    problems.push({ field: "duration", message: "must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d", value: spec.duration });
+  }
+  let reversedAt: Date | undefined;
+  if (spec.reversed !== undefined) {
+    reversedAt = parseTime(spec.reversed);
+    if (!reversedAt) problems.push({ field: "reversed", message: TIME_HINT, value: spec.reversed });
+    else if (start && durationMs !== undefined && (reversedAt < start || reversedAt.getTime() >= start.getTime() + durationMs)) {
+      problems.push({
+        field: "reversed",
+        message: `is not while the shift was in progress (${start.toISOString()} to ${new Date(start.getTime() + durationMs).toISOString()}); only a shift in progress can be reversed`,
+        value: spec.reversed,
+      });
     }
   }
-  return out;
+  if (problems.length) return { problems };
+  return {
+    shift: { service, from: spec.from as string, to: spec.to as string, policy: spec.policy as ShiftPolicy, start: start!, durationMs: durationMs!, ...(reversedAt ? { reversedAt } : {}) },
+    problems,
+  };
 }
 
 /** Two shifts of one service overlap when their time spans intersect. */
@@ -144,8 +171,8 @@ export function overlaps(a: Shift, b: Shift): boolean {
   return a.start.getTime() < shiftEnd(b).getTime() && b.start.getTime() < shiftEnd(a).getTime();
 }
 
-/** A shift as the routes carry it (plain strings, for state and previews). */
-export interface ShiftInfo {
+/** A shift as written (stack config, namespaces file, annotations) and as the routes show it: plain strings. */
+export interface ShiftSpec {
   from: string;
   to: string;
   policy: ShiftPolicy;
@@ -154,37 +181,41 @@ export interface ShiftInfo {
   reversed?: string;
 }
 
-export function shiftFromInfo(service: string, info: ShiftInfo): Shift {
+/** A shift from its spec, which `checkShift` has accepted. */
+export function shiftFromSpec(service: string, spec: ShiftSpec): Shift {
   return {
     service,
-    from: info.from,
-    to: info.to,
-    policy: info.policy,
-    start: new Date(info.start),
-    durationMs: parseShiftDuration(info.duration) ?? Number.NaN,
-    ...(info.reversed ? { reversedAt: new Date(info.reversed) } : {}),
+    from: spec.from,
+    to: spec.to,
+    policy: spec.policy,
+    start: new Date(spec.start),
+    durationMs: parseShiftDuration(spec.duration) ?? Number.NaN,
+    ...(spec.reversed ? { reversedAt: new Date(spec.reversed) } : {}),
   };
 }
 
+/** What is wrong when shifts of one service overlap in time (one service moves one way at a time); undefined when none do. */
+export function overlapProblem(service: string, shifts: readonly Shift[]): string | undefined {
+  const sorted = [...shifts].sort((a, b) => a.start.getTime() - b.start.getTime());
+  for (let i = 1; i < sorted.length; i++) {
+    const [a, b] = [sorted[i - 1]!, sorted[i]!];
+    if (overlaps(a, b)) return `shifts of ${service} overlap (${a.from}->${a.to} from ${a.start.toISOString()}, ${b.from}->${b.to} from ${b.start.toISOString()}); one service moves one way at a time`;
+  }
+  return undefined;
+}
+
 /**
- * The weight of each version of a service at `now`: a single version takes
- * everything; several need a shift saying how traffic moves between two of
- * them (other versions get none). Shifts of one service must not overlap;
- * the latest one started (or else the first to come) decides.
+ * The weight of each version of a service at `now`, from its shifts (each
+ * accepted by `checkShift`): a single version takes everything; several need
+ * a shift saying how traffic moves between two of them (other versions get
+ * none). Shifts must not overlap; the latest one started (or else the first
+ * to come) decides.
  */
 export function versionWeights(service: string, versions: readonly string[], shifts: readonly Shift[], now: Date): { weights: Record<string, number>; shift?: Shift } | { problem: string } {
   if (versions.length === 1 && shifts.length === 0) return { weights: { [versions[0]!]: 100 } };
-  for (const s of shifts) {
-    for (const v of [s.from, s.to]) {
-      if (!versions.includes(v)) return { problem: `shift of ${service} names version ${v}, which it does not have (versions: ${versions.join(", ")})` };
-    }
-  }
+  const overlap = overlapProblem(service, shifts);
+  if (overlap) return { problem: overlap };
   const sorted = [...shifts].sort((a, b) => a.start.getTime() - b.start.getTime());
-  for (let i = 1; i < sorted.length; i++) {
-    if (overlaps(sorted[i - 1]!, sorted[i]!)) {
-      return { problem: `shifts of ${service} overlap (${sorted[i - 1]!.from}->${sorted[i - 1]!.to} from ${sorted[i - 1]!.start.toISOString()}, ${sorted[i]!.from}->${sorted[i]!.to} from ${sorted[i]!.start.toISOString()}); one service moves one way at a time` };
-    }
-  }
   if (sorted.length === 0) return { problem: `${service} has ${versions.length} versions (${versions.join(", ")}) but no traffic shift says how to split traffic between them` };
   const started = sorted.filter((s) => s.start.getTime() <= now.getTime());
   const shift = started.length ? started[started.length - 1]! : sorted[0]!;
@@ -195,19 +226,14 @@ export function versionWeights(service: string, versions: readonly string[], shi
   return { weights, shift };
 }
 
-/** Formats milliseconds the way shift durations are written (largest whole unit). */
-export function formatShiftDuration(ms: number): string {
-  for (const [unit, size] of [["d", 86_400_000], ["h", 3600_000], ["m", 60_000]] as const) if (ms % size === 0) return `${ms / size}${unit}`;
-  return `${Math.round(ms / 1000)}s`;
-}
-
-export function shiftInfo(shift: Shift): ShiftInfo {
+/** A shift's spec, as the routes show it. */
+export function shiftSpec(shift: Shift): ShiftSpec {
   return {
     from: shift.from,
     to: shift.to,
     policy: shift.policy,
     start: shift.start.toISOString(),
-    duration: formatShiftDuration(shift.durationMs),
+    duration: formatDuration(shift.durationMs, ["d", "h", "m", "s"]),
     ...(shift.reversedAt ? { reversed: shift.reversedAt.toISOString() } : {}),
   };
 }

@@ -1,19 +1,23 @@
 // The routing table: plain data saying what the gateways route where. Built
-// from validated stack config (production services) and the live dev/PR
-// namespaces (from discovery, or a namespaces file for `render`). One table
-// feeds both the first ConfigMap content and every later update.
+// from facts only: the routing part of stack config (production services,
+// their versions and shifts) and the dev/PR namespaces with their services,
+// versions and shifts (from discovery, or a namespaces file for `render`).
+// Weights are derived here, at an instant, from the shifts. One table feeds
+// the first ConfigMap content, every later update, and the previews.
 import { InputError, type Problem } from "./config/errors.js";
-import type { StackConfig } from "./config/schema.js";
-import { clusterName, isDnsLabel, routeId, serviceHost } from "./names.js";
-import { shiftFromInfo, shiftInfo, versionWeights, type ShiftInfo } from "./shifts.js";
+import type { RoutingConfig } from "./config/schema.js";
+import { clusterName, isDnsLabel, routeId, serviceHost, versionServiceName } from "./names.js";
+import { checkShift, shiftSpec, versionWeights, type Shift, type ShiftSpec } from "./shifts.js";
 
-/** One version (stack) of a logical service, behind its own headless Service. */
-export interface UpstreamStack {
-  /** Version id; "" when the service has one unversioned stack. */
+/** One version of a logical service, behind its own headless Service. */
+export interface ServiceVersion {
+  /** Version id; "" when the service has a single, unnamed version. */
   version: string;
   /** The Kubernetes Service (headless) selecting this version's pods. */
   service: string;
-  /** Whole percent of the logical service's traffic (all stacks sum to 100). */
+  /** The Envoy cluster of this version. */
+  cluster: string;
+  /** Whole percent of the logical service's traffic (all versions sum to 100). */
   weight: number;
 }
 
@@ -24,16 +28,16 @@ export interface RoutedService {
   namespace: string;
   /** Logical service name: the host label (production) or path segment (dev). */
   name: string;
-  /** Its versions, each with a weight; one today unless traffic is shifting. */
-  stacks: UpstreamStack[];
+  /** Its versions with their weights; one unless traffic is shifting. */
+  versions: ServiceVersion[];
   /** Requests per second for the whole service across gateway replicas; undefined: no limit. */
   rateLimit: number | undefined;
   /** Long-lived websocket streams: the route gets the websocket idle timeout. */
   websocket: boolean;
-  /** Extra hosts on the external gateway (production only). */
+  /** Extra hosts (production only; served by gateways that serve aliases). */
   aliases: string[];
   /** The traffic shift that set the weights, when the service has several versions. */
-  shift?: ShiftInfo;
+  shift?: ShiftSpec;
 }
 
 export interface RoutingTable {
@@ -43,53 +47,37 @@ export interface RoutingTable {
   dev: RoutedService[];
 }
 
-/** A dev/PR service as discovery reports it (or a namespaces file lists it). */
-export interface DevServiceSpec {
-  /** Logical service name (the path segment after the namespace). */
-  name: string;
-  /** Versions; default: one stack, the Service of the same name, weight 100. */
-  stacks?: UpstreamStack[];
-  websocket?: boolean;
-  /** The shift the weights come from (discovery computes the weights). */
-  shift?: ShiftInfo;
+/** One version of a dev/PR service: its version id and the Service that selects its pods. */
+export interface DevVersionFacts {
+  version: string;
+  service: string;
 }
 
-/** Dev/PR namespace name -> its routed services (names, or specs with versions). */
-export type DevNamespaces = Record<string, readonly (string | DevServiceSpec)[]>;
+/** A dev/PR service as discovery reports it (or a namespaces file lists it): facts only; weights come from its shifts. */
+export interface DevServiceFacts {
+  /** Logical service name (the path segment after the namespace). */
+  name: string;
+  /** Its versions; default: one version, the Service of the same name. */
+  versions?: DevVersionFacts[];
+  /** Long-lived websocket streams (default false). */
+  websocket?: boolean;
+  /** Traffic shifts between its versions (a service with several versions needs one). */
+  shifts?: ShiftSpec[];
+}
+
+/** Dev/PR namespace name -> its routed services (names, or facts with versions and shifts). */
+export type DevNamespaces = Record<string, readonly (string | DevServiceFacts)[]>;
 
 const LABEL_RULE = "a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)";
 
 /**
- * Builds the routing table. Throws one `InputError` naming every bad
- * namespace or service (`subject` says where the dev namespaces came from).
+ * Builds the routing table at `now` (the instant shift weights are taken
+ * at). Throws one `InputError` naming every bad namespace or service
+ * (`subject` says where the dev namespaces came from).
  */
-export function buildRoutingTable(config: StackConfig, devNamespaces: DevNamespaces = {}, subject = "dev namespaces", now: Date = new Date()): RoutingTable {
+export function buildRoutingTable(config: RoutingConfig, devNamespaces: DevNamespaces = {}, subject = "dev namespaces", now: Date = new Date()): RoutingTable {
   const problems: Problem[] = [];
-  const production = config.services.map<RoutedService>((s) => {
-    const routed: RoutedService = {
-      id: routeId(config.namespace, s.name),
-      namespace: config.namespace,
-      name: s.name,
-      stacks: [{ version: "", service: s.name, weight: 100 }],
-      rateLimit: s.rateLimit,
-      websocket: s.websocket,
-      aliases: s.aliases,
-    };
-    if (s.versions) {
-      const shifts = config.shifts.filter((x) => x.service === s.name).map((x) => shiftFromInfo(s.name, x));
-      const result = versionWeights(s.name, s.versions, shifts, now);
-      if ("problem" in result) problems.push({ key: `envoy-gateways:services (${s.name})`, message: result.problem });
-      else {
-        routed.stacks = s.versions.map((v) => ({ version: v, service: versionServiceName(s.name, v), weight: result.weights[v]! }));
-        if (result.shift) routed.shift = shiftInfo(result.shift);
-        for (const v of s.versions) {
-          if (versionServiceName(s.name, v).length > 63) problems.push({ key: `envoy-gateways:services (${s.name})`, message: `the Service of version ${v}, ${versionServiceName(s.name, v)}, is longer than the 63 characters a Kubernetes name allows` });
-        }
-      }
-    }
-    return routed;
-  });
-
+  const production = config.services.map((s) => productionService(config, s, now, problems));
   const dev: RoutedService[] = [];
   for (const namespace of Object.keys(devNamespaces).sort()) {
     const entries = devNamespaces[namespace] ?? [];
@@ -107,26 +95,14 @@ export function buildRoutingTable(config: StackConfig, devNamespaces: DevNamespa
     }
     const seen = new Set<string>();
     entries.forEach((entry, i) => {
-      const spec = (typeof entry === "string" ? { name: entry } : entry) as DevServiceSpec;
-      const key = `${namespace}[${i}]`;
-      const before = problems.length;
-      checkDevService(spec, namespace, config.clusterDomain, key, problems);
-      if (problems.length > before) return;
-      if (seen.has(spec.name)) {
-        problems.push({ key, message: `service ${spec.name} is listed twice in namespace ${namespace}`, value: spec.name });
+      const service = devService(config, namespace, entry, `${namespace}[${i}]`, now, problems);
+      if (!service) return;
+      if (seen.has(service.name)) {
+        problems.push({ key: `${namespace}[${i}]`, message: `service ${service.name} is listed twice in namespace ${namespace}`, value: service.name });
         return;
       }
-      seen.add(spec.name);
-      dev.push({
-        id: routeId(namespace, spec.name),
-        namespace,
-        name: spec.name,
-        stacks: spec.stacks?.map((s) => ({ ...s })) ?? [{ version: "", service: spec.name, weight: 100 }],
-        rateLimit: config.devNamespaces.rateLimit,
-        websocket: spec.websocket ?? false,
-        aliases: [],
-        ...(spec.shift ? { shift: { ...spec.shift } } : {}),
-      });
+      seen.add(service.name);
+      dev.push(service);
     });
   }
   if (problems.length) throw new InputError(problems.every((p) => p.key.startsWith("envoy-gateways:")) ? "stack config" : subject, problems);
@@ -134,69 +110,130 @@ export function buildRoutingTable(config: StackConfig, devNamespaces: DevNamespa
   return { production, dev };
 }
 
-const SERVICE_KEYS = new Set(["name", "websocket", "stacks", "shift"]);
-const STACK_KEYS = new Set(["version", "service", "weight"]);
+function productionService(config: RoutingConfig, s: RoutingConfig["services"][number], now: Date, problems: Problem[]): RoutedService {
+  const key = `envoy-gateways:services (${s.name})`;
+  const names = s.versions ?? [""];
+  const versions = names.map((v) => ({ version: v, service: v ? versionServiceName(s.name, v) : s.name }));
+  for (const v of versions) {
+    if (v.version && !isDnsLabel(v.service)) problems.push({ key, message: `the Service of version ${v.version}, ${v.service}, is longer than the 63 characters a Kubernetes name allows` });
+  }
+  // Stack config shifts were checked with the stack config (cross-key checks): only this service's own.
+  const shifts = config.shifts.filter((x) => x.service === s.name).flatMap((x) => checkShift(s.name, x, names).shift ?? []);
+  return {
+    id: routeId(config.namespace, s.name),
+    namespace: config.namespace,
+    name: s.name,
+    ...weighted(config.namespace, s.name, versions, shifts, now, key, problems),
+    rateLimit: s.rateLimit,
+    websocket: s.websocket,
+    aliases: [...s.aliases],
+  };
+}
 
-/** Checks one dev service entry (from a file or discovery: untyped data, read defensively). */
-function checkDevService(spec: DevServiceSpec, namespace: string, clusterDomain: string, key: string, problems: Problem[]): void {
-  if (spec === null || typeof spec !== "object" || Array.isArray(spec)) {
-    problems.push({ key, message: "must be a service name, or a mapping with name (and optionally websocket, stacks)", value: spec });
-    return;
+const SERVICE_KEYS = new Set(["name", "websocket", "versions", "shifts"]);
+const VERSION_KEYS = new Set(["version", "service"]);
+const SHIFT_KEYS = new Set(["from", "to", "policy", "start", "duration", "reversed"]);
+
+/** One dev service entry (from a file or discovery: untyped data, read defensively), or undefined with its problems. */
+function devService(config: RoutingConfig, namespace: string, entry: unknown, key: string, now: Date, problems: Problem[]): RoutedService | undefined {
+  const facts = (typeof entry === "string" ? { name: entry } : entry) as DevServiceFacts;
+  if (facts === null || typeof facts !== "object" || Array.isArray(facts)) {
+    problems.push({ key, message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)", value: entry });
+    return undefined;
   }
-  if (typeof spec.name !== "string" || !isDnsLabel(spec.name)) {
-    problems.push({ key, message: `service name must be ${LABEL_RULE}`, value: spec.name });
-    return;
+  if (typeof facts.name !== "string" || !isDnsLabel(facts.name)) {
+    problems.push({ key, message: `service name must be ${LABEL_RULE}`, value: facts.name });
+    return undefined;
   }
-  const where = `${key} (${spec.name})`;
-  for (const k of Object.keys(spec)) if (!SERVICE_KEYS.has(k)) problems.push({ key: `${where}.${k}`, message: "unknown key; allowed: name, websocket, stacks" });
-  if (spec.websocket !== undefined && typeof spec.websocket !== "boolean") problems.push({ key: `${where}.websocket`, message: "must be true or false", value: spec.websocket });
-  const stacks: unknown = spec.stacks ?? [{ version: "", service: spec.name, weight: 100 }];
-  if (!Array.isArray(stacks) || stacks.length === 0) {
-    problems.push({ key: `${where}.stacks`, message: "must list at least one version", value: stacks });
-    return;
+  const where = `${key} (${facts.name})`;
+  const before = problems.length;
+  for (const k of Object.keys(facts)) if (!SERVICE_KEYS.has(k)) problems.push({ key: `${where}.${k}`, message: `unknown key; allowed: ${[...SERVICE_KEYS].join(", ")}` });
+  if (facts.websocket !== undefined && typeof facts.websocket !== "boolean") problems.push({ key: `${where}.websocket`, message: "must be true or false", value: facts.websocket });
+  const versions = devVersions(facts, namespace, config.clusterDomain, where, problems);
+  const shifts = devShifts(facts, versions?.map((v) => v.version) ?? [], where, problems);
+  if (!versions || !shifts || problems.length > before) return undefined;
+  return {
+    id: routeId(namespace, facts.name),
+    namespace,
+    name: facts.name,
+    ...weighted(namespace, facts.name, versions, shifts, now, `${where}.versions`, problems),
+    rateLimit: config.devNamespaces.rateLimit,
+    websocket: facts.websocket ?? false,
+    aliases: [],
+  };
+}
+
+function devVersions(facts: DevServiceFacts, namespace: string, clusterDomain: string, where: string, problems: Problem[]): DevVersionFacts[] | undefined {
+  const list: unknown = facts.versions ?? [{ version: "", service: facts.name }];
+  if (!Array.isArray(list) || list.length === 0) {
+    problems.push({ key: `${where}.versions`, message: "must list at least one version", value: list });
+    return undefined;
   }
-  const versions = new Set<string>();
-  let total = 0;
-  stacks.forEach((stack: UpstreamStack, i) => {
-    const at = `${where}.stacks[${i}]`;
-    if (stack === null || typeof stack !== "object") {
-      problems.push({ key: at, message: "must be a mapping with version, service and weight", value: stack });
+  const seen = new Set<string>();
+  const before = problems.length;
+  list.forEach((v: DevVersionFacts, i) => {
+    const at = `${where}.versions[${i}]`;
+    if (v === null || typeof v !== "object" || Array.isArray(v)) {
+      problems.push({ key: at, message: "must be a mapping with version and service", value: v });
       return;
     }
-    for (const k of Object.keys(stack)) if (!STACK_KEYS.has(k)) problems.push({ key: `${at}.${k}`, message: "unknown key; allowed: version, service, weight" });
-    if (typeof stack.version !== "string" || (stacks.length > 1 && !isDnsLabel(stack.version))) {
-      problems.push({ key: `${at}.version`, message: `a version of a service with several versions must be ${LABEL_RULE}`, value: stack.version });
-    } else if (versions.has(stack.version)) {
-      problems.push({ key: `${at}.version`, message: "is listed twice", value: stack.version });
+    for (const k of Object.keys(v)) if (!VERSION_KEYS.has(k)) problems.push({ key: `${at}.${k}`, message: `unknown key; allowed: ${[...VERSION_KEYS].join(", ")}` });
+    if (typeof v.version !== "string" || (list.length > 1 && !isDnsLabel(v.version))) {
+      problems.push({ key: `${at}.version`, message: `a version of a service with several versions must be ${LABEL_RULE}`, value: v.version });
+    } else if (seen.has(v.version)) {
+      problems.push({ key: `${at}.version`, message: "is listed twice", value: v.version });
+    } else seen.add(v.version);
+    if (typeof v.service !== "string" || !isDnsLabel(v.service)) {
+      problems.push({ key: `${at}.service`, message: `Kubernetes Service name must be ${LABEL_RULE}`, value: v.service });
+    } else if (serviceHost(v.service, namespace, clusterDomain).length > 253) {
+      problems.push({ key: `${at}.service`, message: `upstream host ${serviceHost(v.service, namespace, clusterDomain)} is longer than the 253 characters DNS allows`, value: v.service });
     }
-    versions.add(String(stack.version));
-    if (typeof stack.service !== "string" || !isDnsLabel(stack.service)) {
-      problems.push({ key: `${at}.service`, message: `Kubernetes Service name must be ${LABEL_RULE}`, value: stack.service });
-    } else if (serviceHost(stack.service, namespace, clusterDomain).length > 253) {
-      problems.push({ key: `${at}.service`, message: `upstream host ${serviceHost(stack.service, namespace, clusterDomain)} is longer than the 253 characters DNS allows`, value: stack.service });
-    }
-    if (typeof stack.weight !== "number" || !Number.isInteger(stack.weight) || stack.weight < 0 || stack.weight > 100) {
-      problems.push({ key: `${at}.weight`, message: "must be a whole percentage from 0 to 100", value: stack.weight });
-    } else total += stack.weight;
   });
-  if (spec.shift) {
-    for (const v of [spec.shift.from, spec.shift.to]) {
-      if (!stacks.some((s: UpstreamStack) => s?.version === v)) problems.push({ key: `${where}.shift`, message: `names version ${v}, which the service does not have`, value: spec.shift });
+  return problems.length > before ? undefined : (list as DevVersionFacts[]).map((v) => ({ version: v.version, service: v.service }));
+}
+
+function devShifts(facts: DevServiceFacts, versions: readonly string[], where: string, problems: Problem[]): Shift[] | undefined {
+  const list: unknown = facts.shifts ?? [];
+  if (!Array.isArray(list)) {
+    problems.push({ key: `${where}.shifts`, message: "must be a list of traffic shifts (from, to, policy, start, duration)", value: list });
+    return undefined;
+  }
+  const before = problems.length;
+  const shifts: Shift[] = [];
+  list.forEach((spec: unknown, i) => {
+    const at = `${where}.shifts[${i}]`;
+    if (spec === null || typeof spec !== "object" || Array.isArray(spec)) {
+      problems.push({ key: at, message: "must be a mapping with from, to, policy, start and duration", value: spec });
+      return;
     }
-  }
-  if (total !== 100 && stacks.every((s: UpstreamStack) => typeof s?.weight === "number" && Number.isInteger(s.weight))) {
-    problems.push({ key: `${where}.stacks`, message: "weights of its versions must sum to 100", value: stacks.map((s: UpstreamStack) => s.weight) });
-  }
+    for (const k of Object.keys(spec)) if (!SHIFT_KEYS.has(k)) problems.push({ key: `${at}.${k}`, message: `unknown key; allowed: ${[...SHIFT_KEYS].join(", ")}` });
+    // A problem of the versions was reported with them: do not repeat it as "not a version".
+    if (versions.length === 0) return;
+    const checked = checkShift(facts.name, spec as Record<string, unknown>, versions);
+    for (const p of checked.problems) problems.push({ key: p.field ? `${at}.${p.field}` : at, message: p.message, value: p.value });
+    if (checked.shift) shifts.push(checked.shift);
+  });
+  return problems.length > before ? undefined : shifts;
 }
 
-/** The Kubernetes Service of one version of a production service: <service>-<version>. */
-export function versionServiceName(service: string, version: string): string {
-  return `${service}-${version}`;
-}
-
-/** The Envoy cluster name of each stack of a service. */
-export function stackClusterName(service: RoutedService, stack: UpstreamStack): string {
-  return clusterName(service.namespace, service.name, service.stacks.length > 1 ? stack.version : "");
+/**
+ * The versions with their weights at `now`, and the shift that decides them;
+ * a problem (several versions but no shift, overlapping shifts) is reported
+ * under `key`.
+ */
+function weighted(namespace: string, name: string, versions: readonly DevVersionFacts[], shifts: readonly Shift[], now: Date, key: string, problems: Problem[]): Pick<RoutedService, "versions" | "shift"> {
+  const several = versions.length > 1;
+  const result = versionWeights(name, versions.map((v) => v.version), shifts, now);
+  if ("problem" in result) problems.push({ key, message: result.problem });
+  return {
+    versions: versions.map((v) => ({
+      version: v.version,
+      service: v.service,
+      cluster: clusterName(namespace, name, several ? v.version : ""),
+      weight: "weights" in result ? result.weights[v.version]! : 0,
+    })),
+    ...("shift" in result && result.shift ? { shift: shiftSpec(result.shift) } : {}),
+  };
 }
 
 /** Counts for messages and benchmarks. */

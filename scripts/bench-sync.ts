@@ -20,7 +20,8 @@ import * as k8s from "@kubernetes/client-node";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openStack, syncRoutes, type SyncResult } from "../route-sync/sync.js";
+import { openStack } from "../route-sync/stack.js";
+import { syncRoutes, type SyncResult } from "../route-sync/sync.js";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import { routingLabels } from "../routing/labels.js";
@@ -120,7 +121,7 @@ async function configMapBytes(core: k8s.CoreV1Api): Promise<number> {
 async function measureSync(stack: Awaited<ReturnType<typeof openStack>>, audit: AuditCounter, core: k8s.CoreV1Api, namespaces: number, step: string, added?: string): Promise<Row> {
   audit.take();
   const start = performance.now();
-  const result: SyncResult = await syncRoutes(stack);
+  const result: SyncResult = await syncRoutes(stack, { log: (line) => console.error(line) });
   const ms = performance.now() - start;
   const counted = audit.take();
   const changes = [...result.added, ...result.removed, ...result.changed];
@@ -145,7 +146,7 @@ async function bench(cluster: LocalCluster, sizes: number[]): Promise<Row[]> {
     for (const n of sizes) {
       console.error(`${n} namespaces: creating ${n - have} ...`);
       await addNamespaces(core, have, n - 1);
-      if (n - 1 > have) await syncRoutes(stack); // catch up, not measured
+      if (n - 1 > have) await syncRoutes(stack, { log: (line) => console.error(line) }); // catch up, not measured
       await addNamespaces(core, n - 1, n);
       have = n;
 

@@ -8,12 +8,13 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
-import { openStack, stackConfigOf } from "../route-sync/sync.js";
+import { openStack, stackConfigOf } from "../route-sync/stack.js";
 import { describeKubeError, listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import { ROUTED_SERVICE_SELECTOR, discoverRoutes } from "../routing/discovery.js";
 import { LABEL, SHIFT_ANNOTATION } from "../routing/labels.js";
 import { shiftTable, type ShiftRow } from "../routing/shift-report.js";
-import { reverseShift, shiftFromInfo } from "../routing/shifts.js";
+import { routeId } from "../routing/names.js";
+import { reverseShift, shiftFromSpec } from "../routing/shifts.js";
 
 const USAGE = "usage: npm run shifts -- --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
 
@@ -24,19 +25,21 @@ async function main(): Promise<number> {
     return values.help ? 0 : 2;
   }
   const stack = await openStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
-  const config = await stackConfigOf(stack);
+  const { config, kubeconfig } = await stackConfigOf(stack);
   const now = new Date();
-  const rows: ShiftRow[] = config.shifts.map((s) => ({ id: `${config.namespace}/${s.service}`, shift: shiftFromInfo(s.service, s) }));
-  const kc = loadKubeConfig(config.kubeconfig);
+  const rows: ShiftRow[] = config.shifts.map((s) => ({ id: routeId(config.namespace, s.service), shift: shiftFromSpec(s.service, s) }));
+  const kc = loadKubeConfig(kubeconfig);
   const listed = await listRoutedObjects(kc, config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
-  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace, now);
-  for (const [ns, specs] of Object.entries(found.devNamespaces)) {
-    for (const spec of specs) if (typeof spec !== "string" && spec.shift) rows.push({ id: `${ns}/${spec.name}`, shift: shiftFromInfo(spec.name, spec.shift) });
+  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
+  for (const [ns, services] of Object.entries(found.devNamespaces)) {
+    for (const s of services) {
+      if (typeof s !== "string") for (const spec of s.shifts ?? []) rows.push({ id: routeId(ns, s.name), shift: shiftFromSpec(s.name, spec) });
+    }
   }
   for (const p of found.problems) console.error(`warning: ${p.key} ${p.message}`);
 
   if (values.reverse) {
-    const target = values.reverse.includes("/") ? values.reverse : `${config.namespace}/${values.reverse}`;
+    const target = values.reverse.includes("/") ? values.reverse : routeId(config.namespace, values.reverse);
     const row = rows.filter((r) => r.id === target).sort((a, b) => b.shift.start.getTime() - a.shift.start.getTime())[0];
     if (!row) {
       console.error(`no traffic shift of ${target} (shifts: ${rows.map((r) => r.id).join(", ") || "none"})`);

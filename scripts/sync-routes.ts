@@ -1,54 +1,70 @@
-// npm run sync-routes -- --stack <name> [--watch] [--debounce 2s]
+// npm run sync-routes -- --stack <name> [--watch] [--debounce 2s] [--lock-wait 15m]
 //
 // For CI, after it creates or deletes a dev/PR namespace: discover the
 // routed namespaces and Services and update only the routes resources,
-// printing the routes added and removed. --watch keeps running and syncs
-// on every change (after a short quiet period); SIGTERM stops it cleanly.
+// printing the routes added and removed. While another update holds the
+// stack (a production `pulumi up`, another CI job), it waits for the lock.
+// --watch keeps running and syncs after every burst of changes; SIGTERM
+// stops it cleanly.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { explainFailure, openStack, report, routesInState, shiftsMoving, stackConfigOf, syncRoutes, watchAndSync } from "../route-sync/sync.js";
+import { loadKubeConfig } from "../kube/client.js";
+import { openStack, routesInState, stackConfigOf, engineErrorLines } from "../route-sync/stack.js";
+import { report, shiftsMoving, syncedRoutes, syncRoutes } from "../route-sync/sync.js";
+import { watchAndSync } from "../route-sync/watch.js";
+import { parseDuration } from "../routing/units.js";
 
-const USAGE = "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--project-dir <dir>]";
+const USAGE = "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
 
-function millis(text: string): number {
-  const m = /^(\d+)(ms|s)?$/.exec(text);
-  if (!m) throw new Error(`--debounce ${text}: give milliseconds or seconds, such as 500ms or 2s`);
-  return Number(m[1]) * (m[2] === "s" ? 1000 : 1);
+/** A flag's duration in milliseconds, or an error naming the flag, the value and what is allowed. */
+function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], example: string): number {
+  const ms = parseDuration(text, units);
+  if (ms === undefined) throw new UsageError(`--${flag} ${JSON.stringify(text)}: must be a whole number with a unit (${units.join(", ")}), such as ${example}`);
+  return ms;
 }
+
+class UsageError extends Error {}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { stack: { type: "string" }, watch: { type: "boolean" }, debounce: { type: "string", default: "2s" }, "project-dir": { type: "string" }, help: { type: "boolean" } },
+    options: {
+      stack: { type: "string" },
+      watch: { type: "boolean" },
+      debounce: { type: "string", default: "2s" },
+      "lock-wait": { type: "string", default: "15m" },
+      "project-dir": { type: "string" },
+      help: { type: "boolean" },
+    },
   });
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
-  if (!values.stack) {
-    console.error(`--stack is required\n${USAGE}`);
-    return 2;
-  }
+  if (!values.stack) throw new UsageError("--stack is required");
+  const debounceMs = durationFlag("debounce", values.debounce!, ["ms", "s"], "500ms or 2s");
+  const lock = { maxWaitMs: durationFlag("lock-wait", values["lock-wait"]!, ["s", "m"], "90s or 15m") };
   const projectDir = resolve(values["project-dir"] ?? resolve(__dirname, ".."));
   const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
   const stack = await openStack(values.stack, projectDir);
   if (!values.watch) {
     try {
-      for (const line of report(await syncRoutes(stack))) console.log(line);
+      for (const line of report(await syncRoutes(stack, { log, lock }))) console.log(line);
       return 0;
     } catch (e) {
-      console.error(`sync-routes: stack ${values.stack}: failed; the xDS ConfigMaps keep their content:\n${explainFailure(e)}`);
+      console.error(`sync-routes: stack ${values.stack}: failed; the xDS ConfigMaps keep their content:\n${engineErrorLines(e)}`);
       return 1;
     }
   }
-  const config = await stackConfigOf(stack);
+  const { config, kubeconfig } = await stackConfigOf(stack);
   // While a traffic shift moves, weights change with time alone: re-sync every 30 s.
-  let moving = shiftsMoving((await routesInState(stack)).routes, new Date());
-  const watcher = watchAndSync(stack, config, {
-    debounceMs: millis(values.debounce!),
+  let moving = shiftsMoving(syncedRoutes(await routesInState(stack)), new Date());
+  const watcher = watchAndSync(loadKubeConfig(kubeconfig), config, {
+    debounceMs,
     resyncMs: 30_000,
     needsTimer: () => moving,
+    sync: () => syncRoutes(stack, { log, lock }),
     onSync: () => {
-      void routesInState(stack).then((s) => (moving = shiftsMoving(s.routes, new Date())));
+      void routesInState(stack).then((s) => (moving = shiftsMoving(syncedRoutes(s), new Date())));
     },
     log,
   });
@@ -73,6 +89,10 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (e) => {
+    if (e instanceof UsageError) {
+      console.error(`sync-routes: ${e.message}\n${USAGE}`);
+      process.exit(2);
+    }
     console.error(`sync-routes: ${(e as Error).message}`);
     process.exit(1);
   },

@@ -4,24 +4,74 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { InputError, type Problem } from "./errors.js";
-import { crossKeyProblems, stackConfigSchema, type StackConfig } from "./schema.js";
+import { crossKeyProblems, routingConfigSchema, stackConfigSchema, type RoutingConfig, type StackConfig } from "./schema.js";
 
 /** The Pulumi project name, which is also the config namespace. */
 export const PROJECT = "envoy-gateways";
 
+/**
+ * The stack config key of the cluster's kubeconfig. It is a secret, read
+ * apart from the rest (`kubeconfigOf`), and never part of a `StackConfig`, so
+ * it cannot reach anything rendered from one.
+ */
+export const KUBECONFIG_KEY = "kubeconfig";
+
 /** Top-level keys whose values are plain strings; every other key holds JSON (objects, lists, numbers, booleans). */
-const STRING_KEYS = new Set(["domain", "internalDomain", "clusterDomain", "namespace", "envoyImage", "renderYamlToDirectory", "kubeconfig"]);
+const STRING_KEYS = new Set(["domain", "internalDomain", "clusterDomain", "namespace", "envoyImage", "renderYamlToDirectory", KUBECONFIG_KEY]);
+
+export interface ParseOptions {
+  /** Top-level keys whose values are secrets (set with --secret): their errors never show the value. */
+  secretKeys?: ReadonlySet<string>;
+}
 
 /**
  * Validates raw stack config (keys without the `envoy-gateways:` prefix) into a
- * `StackConfig`. Throws one `InputError` listing every bad value.
+ * `StackConfig`. Throws one `InputError` listing every bad value. The
+ * kubeconfig key is left to `kubeconfigOf`.
  */
-export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config"): StackConfig {
-  const result = stackConfigSchema.safeParse(raw, { reportInput: true });
-  const problems: Problem[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, raw));
-  for (const p of crossKeyProblems(raw)) problems.push(p.input === undefined ? { key: configKey(p.path), message: p.message } : { key: configKey(p.path), message: p.message, value: p.input });
-  if (result.success && problems.length === 0) return result.data;
+export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config", options: ParseOptions = {}): StackConfig {
+  const { [KUBECONFIG_KEY]: _kubeconfig, ...rest } = raw;
+  const { data, problems } = checked(stackConfigSchema, rest, options);
+  problems.push(...kubeconfigProblems(raw));
+  if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
+}
+
+/** Validates the routing part of stack config (what the routes resources are given). */
+export function parseRoutingConfig(raw: unknown, subject = "routes resource config"): RoutingConfig {
+  const input = (raw && typeof raw === "object" && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+  if (raw !== input) throw new InputError(subject, [{ key: "config", message: "must be a mapping of the routing config", value: raw }]);
+  const { data, problems } = checked(routingConfigSchema, input, {});
+  if (data && problems.length === 0) return data;
+  throw new InputError(subject, problems);
+}
+
+/** The kubeconfig text, if the stack sets one (checked by `parseStackConfig`). */
+export function kubeconfigOf(raw: Record<string, unknown>): string | undefined {
+  const value = raw[KUBECONFIG_KEY];
+  return typeof value === "string" && value.length > 0 ? value : undefined;
+}
+
+function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {
+  const value = raw[KUBECONFIG_KEY];
+  if (value === undefined || (typeof value === "string" && value.length > 0)) return [];
+  return [{ key: configKey([KUBECONFIG_KEY]), message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)" }];
+}
+
+/** `raw` through `schema`, with every schema and cross-key problem, each naming its key (secret values hidden). */
+function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, options: ParseOptions): { data?: z.output<T>; problems: Problem[] } {
+  const result = schema.safeParse(raw, { reportInput: true });
+  const problems: Problem[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, raw, schema));
+  for (const p of crossKeyProblems(raw)) problems.push(p.input === undefined ? { key: configKey(p.path), message: p.message } : { key: configKey(p.path), message: p.message, value: p.input });
+  const secret = options.secretKeys ?? new Set<string>();
+  return {
+    ...(result.success ? { data: result.data } : {}),
+    problems: problems.map((p) => (secret.has(topLevelKey(p.key)) && "value" in p ? { key: p.key, message: `${p.message} (value not shown: it is a secret)` } : p)),
+  };
+}
+
+function topLevelKey(key: string): string {
+  return key.slice(PROJECT.length + 1).split(/[.[]/)[0]!;
 }
 
 /**
@@ -105,15 +155,11 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
-/** Keys whose values are secrets: their errors never show the value. */
-const SECRET_KEYS = new Set(["kubeconfig"]);
-
-function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>): Problem[] {
-  if (SECRET_KEYS.has(String(issue.path[0]))) return [{ key: configKey(issue.path), message: `${issue.message} (value not shown: it is a secret)` }];
+function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>, schema: z.ZodType): Problem[] {
   if (issue.code === "unrecognized_keys") {
     return issue.keys.map((k) => ({
       key: configKey([...issue.path, k]),
-      message: `unknown key; ${allowedKeys(issue.path)}`,
+      message: `unknown key; ${allowedKeys(schema, issue.path)}`,
       value: valueAt(raw, [...issue.path, k]),
     }));
   }
@@ -126,8 +172,8 @@ function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>): Prob
 }
 
 /** Lists the keys the schema allows at a path, for "unknown key" errors. */
-function allowedKeys(path: readonly PropertyKey[]): string {
-  let schema: unknown = stackConfigSchema;
+function allowedKeys(root: z.ZodType, path: readonly PropertyKey[]): string {
+  let schema: unknown = root;
   for (const part of path) {
     schema = unwrap(schema);
     const def = (schema as { def?: { type?: string; shape?: Record<string, unknown>; element?: unknown; valueType?: unknown } }).def;

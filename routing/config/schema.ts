@@ -3,7 +3,8 @@
 // (`envoy-gateways:<key>` in Pulumi.<stack>.yaml); `parseStackConfig` turns
 // the raw values into a `StackConfig` or one error listing every bad value.
 import { z } from "zod";
-import { overlaps, parseShiftDuration, shiftProblems, type Shift } from "../shifts.js";
+import { checkShift, overlapProblem, type Shift } from "../shifts.js";
+import { parseDuration } from "../units.js";
 
 /** A Kubernetes object name that must also be a DNS label (RFC 1123). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -23,10 +24,9 @@ const dnsName = z
   .regex(DNS_NAME, { error: `must be ${DNS_NAME_HINT}` });
 
 /** Durations as Go/Kubernetes write them: 250ms, 5s, 10m, 1h (one unit). */
-const DURATION = /^(\d+)(ms|s|m|h)$/;
 const duration = z
   .string({ error: "must be a duration such as 250ms, 5s, 10m or 1h" })
-  .regex(DURATION, { error: "must be a duration such as 250ms, 5s, 10m or 1h" });
+  .refine((text) => parseDuration(text, ["ms", "s", "m", "h"]) !== undefined, { error: "must be a duration such as 250ms, 5s, 10m or 1h" });
 
 /** Kubernetes resource quantities (cpu: 500m, 2; memory: 256Mi, 1Gi). */
 const cpuQuantity = z
@@ -96,7 +96,21 @@ const gatewayTls = z.strictObject({
   upstreamSecret: dnsLabel,
 });
 
-const gatewaySettings = (defaults: { compression: boolean; acme: boolean }) =>
+/**
+ * What sets the two gateways apart: which domain they serve and the defaults
+ * of their settings. Nothing else in the code asks which gateway is which;
+ * everything that differs is a setting of each gateway.
+ */
+export const GATEWAY_ROLES = {
+  /** Internet-facing: <service>.<domain>, the services' aliases, ACME challenges. */
+  gateway: { domainKey: "domain", serveAliases: true, acme: true, compression: false },
+  /** In-cluster clients: <service>.<internalDomain>, compressed responses. */
+  "internal-gateway": { domainKey: "internalDomain", serveAliases: false, acme: false, compression: true },
+} as const;
+
+type GatewayRole = (typeof GATEWAY_ROLES)[keyof typeof GATEWAY_ROLES];
+
+const gatewaySettings = (role: GatewayRole) =>
   z
     .strictObject({
       /** Replicas when idle: the HPA's minimum and the divisor of per-service rate limits. */
@@ -112,9 +126,11 @@ const gatewaySettings = (defaults: { compression: boolean; acme: boolean }) =>
       /** Secrets with the gateway's certificates. */
       tls: gatewayTls,
       /** Compress responses (gzip) for clients that accept it. */
-      compression: z.boolean({ error: "must be true or false" }).default(defaults.compression),
+      compression: z.boolean({ error: "must be true or false" }).default(role.compression),
       /** Serve ACME HTTP-01 challenges on the plain-HTTP listener. */
-      acme: z.boolean({ error: "must be true or false" }).default(defaults.acme),
+      acme: z.boolean({ error: "must be true or false" }).default(role.acme),
+      /** Serve the production services' aliases (extra hosts such as the bare domain). */
+      serveAliases: z.boolean({ error: "must be true or false" }).default(role.serveAliases),
       /** Require ext_authz on dev/PR routes (production routes never call it). */
       authenticateDevRoutes: z.boolean({ error: "must be true or false" }).default(true),
       /** Host that serves dev/PR routes (default internal.<domain of this gateway>). */
@@ -144,29 +160,26 @@ const productionService = z.strictObject({
   versions: z.array(dnsLabel).min(2, { error: "must list at least two versions (leave it out for a single one)" }).optional(),
 });
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const rfc3339 = z
-  .string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" })
-  .regex(RFC3339, { error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" })
-  .refine((t) => !Number.isNaN(new Date(t).getTime()), { error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" });
-
+/**
+ * A traffic shift. Its values get the checks every shift gets, wherever it is
+ * written (`checkShift`, run with the cross-key checks below); here only
+ * their types.
+ */
 const shift = z.strictObject({
   /** Production service whose traffic moves (it must list versions). */
   service: dnsLabel,
   /** Version traffic moves away from. */
-  from: dnsLabel,
+  from: z.string({ error: "must be a version of the service" }),
   /** Version traffic moves to. */
-  to: dnsLabel,
+  to: z.string({ error: "must be a version of the service" }),
   /** linear: the old share falls evenly; atomic: everything moves at the end. */
   policy: z.enum(["linear", "atomic"], { error: "must be linear or atomic" }),
-  /** When the shift starts. */
-  start: rfc3339,
+  /** When the shift starts (RFC 3339). */
+  start: z.string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" }),
   /** How long it takes: 1 minute to 5 days (90s, 30m, 2h, 5d). */
-  duration: z
-    .string({ error: "must be a duration from 1 minute to 5 days, such as 30m, 2h or 5d" })
-    .regex(/^\d+(s|m|h|d)$/, { error: "must be a duration from 1 minute to 5 days, such as 30m, 2h or 5d" }),
+  duration: z.string({ error: "must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d" }),
   /** When the shift was reversed (while in progress): traffic replays back to the old version. */
-  reversed: rfc3339.optional(),
+  reversed: z.string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" }).optional(),
 });
 
 const upstream = z.strictObject({
@@ -292,8 +305,8 @@ export const stackConfigSchema = z
     envoyImage,
     /** Settings of the two gateways. */
     gateways: z.strictObject({
-      gateway: gatewaySettings({ compression: false, acme: true }),
-      "internal-gateway": gatewaySettings({ compression: true, acme: false }),
+      gateway: gatewaySettings(GATEWAY_ROLES.gateway),
+      "internal-gateway": gatewaySettings(GATEWAY_ROLES["internal-gateway"]),
     }),
     /** Production services, routed from both gateways. */
     services: z.array(productionService).default([]),
@@ -315,9 +328,19 @@ export const stackConfigSchema = z
     skipAwait: z.boolean({ error: "must be true or false" }).default(false),
     /** Render manifests into this directory instead of applying them (the Kubernetes provider's render mode). */
     renderYamlToDirectory: z.string({ error: "must be a directory path" }).min(1).optional(),
-    /** Kubeconfig for the cluster (a Pulumi secret); default: the ambient kubeconfig. */
-    kubeconfig: z.string({ error: "must be kubeconfig text (set it with --secret)" }).min(1).optional(),
-  });
+  })
+  .transform((c) => ({ ...c, gateways: resolveGateways(c) }));
+
+/** Each gateway's settings with what its role decides filled in: the domain it serves and its dev/PR host. */
+function resolveGateways<G extends { devHost?: string | undefined }>(c: { domain: string; internalDomain: string; gateways: Record<GatewayName, G> }): Record<GatewayName, G & { domain: string; devHost: string }> {
+  const out = {} as Record<GatewayName, G & { domain: string; devHost: string }>;
+  for (const gateway of GATEWAYS) {
+    const settings = c.gateways[gateway];
+    const domain = c[GATEWAY_ROLES[gateway].domainKey];
+    out[gateway] = { ...settings, domain, devHost: settings.devHost ?? `internal.${domain}` };
+  }
+  return out;
+}
 
 /**
  * Checks across keys. They run on the raw input even when other keys are bad,
@@ -341,13 +364,13 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
   return problems;
 }
 
-/** Shifts against the services they move: known service, known versions, valid times, no overlaps, every multi-version service shifted. */
+/** Shifts against the services they move: known service with versions, the checks every shift gets, no overlaps, every multi-version service shifted. */
 function shiftConfigProblems(raw: Record<string, unknown>): { path: (string | number)[]; input: unknown; message: string }[] {
   const out: { path: (string | number)[]; input: unknown; message: string }[] = [];
   const services = (Array.isArray(raw.services) ? raw.services : []) as { name?: unknown; versions?: unknown }[];
   const shifts = (Array.isArray(raw.shifts) ? raw.shifts : []) as Record<string, unknown>[];
   const versionsOf = new Map<string, string[]>();
-  for (const s of services) if (typeof s?.name === "string") versionsOf.set(s.name, Array.isArray(s.versions) ? (s.versions as string[]) : []);
+  for (const s of services) if (typeof s?.name === "string") versionsOf.set(s.name, Array.isArray(s.versions) ? (s.versions as unknown[]).filter((v): v is string => typeof v === "string") : []);
   const parsed = new Map<string, Shift[]>();
   shifts.forEach((sh, i) => {
     if (!sh || typeof sh !== "object" || typeof sh.service !== "string") return;
@@ -360,32 +383,16 @@ function shiftConfigProblems(raw: Record<string, unknown>): { path: (string | nu
       out.push({ path: ["shifts", i, "service"], input: sh.service, message: "has no versions to shift between; list them in its versions" });
       return;
     }
-    for (const key of ["from", "to"] as const) {
-      if (typeof sh[key] === "string" && !versions.includes(sh[key] as string)) out.push({ path: ["shifts", i, key], input: sh[key], message: `is not a version of ${sh.service} (versions: ${versions.join(", ")})` });
-    }
-    if (typeof sh.start !== "string" || typeof sh.duration !== "string") return;
-    const candidate = {
-      service: sh.service,
-      from: String(sh.from),
-      to: String(sh.to),
-      policy: sh.policy === "atomic" ? ("atomic" as const) : ("linear" as const),
-      start: new Date(sh.start),
-      durationMs: parseShiftDuration(sh.duration) ?? Number.NaN,
-      ...(typeof sh.reversed === "string" ? { reversedAt: new Date(sh.reversed) } : {}),
-    };
-    for (const message of shiftProblems({ ...candidate, durationMs: Number.isNaN(candidate.durationMs) ? undefined : candidate.durationMs })) out.push({ path: ["shifts", i], input: undefined, message });
-    (parsed.get(sh.service) ?? parsed.set(sh.service, []).get(sh.service)!).push(candidate);
+    const checked = checkShift(sh.service, sh, versions);
+    for (const p of checked.problems) out.push({ path: p.field ? ["shifts", i, p.field] : ["shifts", i], input: p.value, message: p.message });
+    if (checked.shift) (parsed.get(sh.service) ?? parsed.set(sh.service, []).get(sh.service)!).push(checked.shift);
   });
   for (const [service, list] of parsed) {
-    const sorted = [...list].sort((a, b) => a.start.getTime() - b.start.getTime());
-    for (let k = 1; k < sorted.length; k++) {
-      if (!Number.isNaN(sorted[k]!.durationMs) && overlaps(sorted[k - 1]!, sorted[k]!)) {
-        out.push({ path: ["shifts"], input: undefined, message: `shifts of ${service} overlap (from ${sorted[k - 1]!.start.toISOString()} and from ${sorted[k]!.start.toISOString()}); one service moves one way at a time` });
-      }
-    }
+    const problem = overlapProblem(service, list);
+    if (problem) out.push({ path: ["shifts"], input: undefined, message: problem });
   }
   services.forEach((s, i) => {
-    if (typeof s?.name === "string" && Array.isArray(s.versions) && s.versions.length >= 2 && !parsed.has(s.name) && !shifts.some((sh) => sh?.service === s.name)) {
+    if (typeof s?.name === "string" && Array.isArray(s.versions) && s.versions.length >= 2 && !shifts.some((sh) => sh?.service === s.name)) {
       out.push({ path: ["services", i, "versions"], input: s.versions, message: `${s.name} has several versions but no shift in envoy-gateways:shifts says how to split its traffic` });
     }
   });
@@ -399,5 +406,61 @@ export type UpstreamSettings = StackConfig["upstream"];
 export type EdgeSettings = StackConfig["edge"];
 
 /** The two gateways, in the order they are declared and rendered. */
-export const GATEWAYS = ["gateway", "internal-gateway"] as const;
-export type GatewayName = (typeof GATEWAYS)[number];
+export type GatewayName = keyof typeof GATEWAY_ROLES;
+export const GATEWAYS = Object.keys(GATEWAY_ROLES) as GatewayName[];
+
+/**
+ * The stack config the xDS files (cds.yaml, rds.yaml) are rendered from: an
+ * allow-list of keys, so nothing else (secrets, the image, resources, the
+ * bootstrap's settings) reaches the routes resources' inputs and state.
+ */
+const gatewayRouting = z.strictObject({
+  /** Domain of this gateway's production hosts: <service>.<domain>. */
+  domain: dnsName,
+  /** Host of the dev/PR routes. */
+  devHost: dnsName,
+  serveAliases: z.boolean({ error: "must be true or false" }),
+  authenticateDevRoutes: z.boolean({ error: "must be true or false" }),
+  /** The divisor of per-service rate limits. */
+  replicas: intIn(1, 100, "a whole number of replicas"),
+});
+
+export const routingConfigSchema = z.strictObject({
+  clusterDomain: dnsName,
+  namespace: dnsLabel,
+  gateways: z.strictObject({ gateway: gatewayRouting, "internal-gateway": gatewayRouting }),
+  services: z.array(productionService.pick({ name: true, rateLimit: true, websocket: true, aliases: true, versions: true })),
+  shifts: z.array(shift),
+  devNamespaces: devNamespaces.pick({ rateLimit: true, upstreamTls: true }),
+  upstream,
+  edge: edge.pick({ bufferLimitBytes: true, websocketIdleTimeout: true, http2MaxConcurrentStreams: true, http2InitialStreamWindowSize: true, http2InitialConnectionWindowSize: true }),
+});
+
+export type RoutingConfig = z.output<typeof routingConfigSchema>;
+
+/** The routing part of a stack's config: exactly the keys of `routingConfigSchema`. */
+export function routingConfig(config: StackConfig): RoutingConfig {
+  const gateway = (g: GatewaySettings) => ({ domain: g.domain, devHost: g.devHost, serveAliases: g.serveAliases, authenticateDevRoutes: g.authenticateDevRoutes, replicas: g.replicas });
+  return {
+    clusterDomain: config.clusterDomain,
+    namespace: config.namespace,
+    gateways: { gateway: gateway(config.gateways.gateway), "internal-gateway": gateway(config.gateways["internal-gateway"]) },
+    services: config.services.map((s) => ({
+      name: s.name,
+      ...(s.rateLimit !== undefined ? { rateLimit: s.rateLimit } : {}),
+      websocket: s.websocket,
+      aliases: [...s.aliases],
+      ...(s.versions ? { versions: [...s.versions] } : {}),
+    })),
+    shifts: config.shifts.map((s) => ({ ...s })),
+    devNamespaces: { rateLimit: config.devNamespaces.rateLimit, upstreamTls: config.devNamespaces.upstreamTls },
+    upstream: { ...config.upstream },
+    edge: {
+      bufferLimitBytes: config.edge.bufferLimitBytes,
+      websocketIdleTimeout: config.edge.websocketIdleTimeout,
+      http2MaxConcurrentStreams: config.edge.http2MaxConcurrentStreams,
+      http2InitialStreamWindowSize: config.edge.http2InitialStreamWindowSize,
+      http2InitialConnectionWindowSize: config.edge.http2InitialConnectionWindowSize,
+    },
+  };
+}

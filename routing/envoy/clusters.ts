@@ -1,32 +1,31 @@
-// Clusters: one STRICT_DNS cluster per upstream stack (CDS), and the static
+// Clusters: one STRICT_DNS cluster per version of a routed service (CDS), and the static
 // clusters of the bootstrap (ext_authz, ACME solver, admin for metrics).
 import { serviceHost, UPSTREAM_PORT } from "../names.js";
-import type { RoutedService, RoutingTable, UpstreamStack } from "../table.js";
-import { stackClusterName } from "../table.js";
-import type { GatewayContext } from "./context.js";
+import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
+import type { GatewayContext, XdsContext } from "./context.js";
 import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
 /** Every routed cluster of the table: production first, then dev, each in table order. */
-export function serviceClusters(ctx: GatewayContext, table: RoutingTable): Json[] {
+export function serviceClusters(ctx: XdsContext, table: RoutingTable): Json[] {
   const clusters: Json[] = [];
-  for (const s of table.production) for (const stack of s.stacks) clusters.push(serviceCluster(ctx, s, stack, "production"));
-  for (const s of table.dev) for (const stack of s.stacks) clusters.push(serviceCluster(ctx, s, stack, "dev"));
+  for (const s of table.production) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "production"));
+  for (const s of table.dev) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "dev"));
   return clusters;
 }
 
 /**
- * The pods of one stack: STRICT_DNS on the headless Service's name (DNS
+ * The pods of one version: STRICT_DNS on the headless Service's name (DNS
  * returns every ready pod IP, TTL honoured), port 443, upstream TLS,
  * circuit breakers, outlier detection, bounded per-connection buffers.
  */
-export function serviceCluster(ctx: GatewayContext, service: RoutedService, stack: UpstreamStack, kind: "production" | "dev"): Json {
-  const name = stackClusterName(service, stack);
+export function serviceCluster(ctx: XdsContext, service: RoutedService, version: ServiceVersion, kind: "production" | "dev"): Json {
+  const name = version.cluster;
   const shared = ctx.shared;
   const cluster: Json = {
     "@type": TYPE.cluster,
     name,
     type: shared.clusterType,
-    load_assignment: loadAssignment(name, serviceHost(stack.service, service.namespace, ctx.config.clusterDomain), UPSTREAM_PORT),
+    load_assignment: loadAssignment(name, serviceHost(version.service, service.namespace, ctx.config.clusterDomain), UPSTREAM_PORT),
     connect_timeout: shared.connectTimeout,
   };
   if (ctx.config.upstream.lbPolicy !== "ROUND_ROBIN") cluster.lb_policy = ctx.config.upstream.lbPolicy;
@@ -44,7 +43,7 @@ export function serviceCluster(ctx: GatewayContext, service: RoutedService, stac
 }
 
 /** A bootstrap cluster for one in-cluster Service, resolved like the routed ones. */
-function serviceDnsCluster(ctx: GatewayContext, name: string, target: { service: string; namespace: string; port: number }): Json {
+function serviceDnsCluster(ctx: XdsContext, name: string, target: { service: string; namespace: string; port: number }): Json {
   return {
     name,
     type: "STRICT_DNS",

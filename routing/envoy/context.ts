@@ -3,7 +3,7 @@
 // parts are single objects on purpose: the xDS YAML writes each once (an
 // anchor) and refers to it from every cluster or route (an alias), which keeps
 // the ConfigMap small; Envoy's YAML loader expands the aliases.
-import type { GatewayName, GatewaySettings, StackConfig } from "../config/schema.js";
+import type { GatewayName, GatewaySettings, RoutingConfig, StackConfig } from "../config/schema.js";
 import { FILTER, POD_PATHS, POD_PORTS, type EnvoyPaths, type Json, type ListenerPorts } from "./types.js";
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
 import { envoyDuration } from "./units.js";
@@ -21,21 +21,25 @@ export interface RenderOptions {
   dnsResolver?: { address: string; port: number };
 }
 
-export interface GatewayContext {
+/**
+ * One gateway's translation context for its xDS files (cds.yaml, rds.yaml):
+ * they need only the routing part of stack config.
+ */
+export interface XdsContext {
   gateway: GatewayName;
-  config: StackConfig;
-  settings: GatewaySettings;
+  config: RoutingConfig;
+  settings: RoutingConfig["gateways"][GatewayName];
   paths: EnvoyPaths;
   ports: ListenerPorts;
   listenAddress: string;
   dnsResolver: { address: string; port: number } | undefined;
-  /** Domain of production hosts on this gateway: <service>.<domain>. */
-  domain: string;
-  /** Host of the dev/PR routes. */
-  devHost: string;
-  /** Whether dev/PR routes go through ext_authz on this gateway. */
-  devAuth: boolean;
   shared: SharedParts;
+}
+
+/** The context of the whole gateway: the bootstrap needs all of stack config. */
+export interface GatewayContext extends XdsContext {
+  config: StackConfig;
+  settings: GatewaySettings;
 }
 
 /** Objects many clusters or routes refer to (each written once in YAML). */
@@ -55,9 +59,10 @@ export interface SharedParts {
   rateLimited(perReplica: number): Json;
 }
 
-export function gatewayContext(config: StackConfig, gateway: GatewayName, options: RenderOptions = {}): GatewayContext {
+export function gatewayContext(config: StackConfig, gateway: GatewayName, options?: RenderOptions): GatewayContext;
+export function gatewayContext(config: RoutingConfig, gateway: GatewayName, options?: RenderOptions): XdsContext;
+export function gatewayContext(config: RoutingConfig, gateway: GatewayName, options: RenderOptions = {}): XdsContext {
   const settings = config.gateways[gateway];
-  const domain = gateway === "gateway" ? config.domain : config.internalDomain;
   const paths = options.paths ?? POD_PATHS;
   const rateLimits = new Map<number, Json>();
   const up = config.upstream;
@@ -95,9 +100,6 @@ export function gatewayContext(config: StackConfig, gateway: GatewayName, option
     ports: options.ports ?? POD_PORTS,
     listenAddress: options.listenAddress ?? "0.0.0.0",
     dnsResolver: options.dnsResolver,
-    domain,
-    devHost: settings.devHost ?? `internal.${domain}`,
-    devAuth: settings.authenticateDevRoutes,
     shared,
   };
 }

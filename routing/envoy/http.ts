@@ -38,7 +38,7 @@ function edgeSettings(ctx: GatewayContext): Json {
 /** The TLS listener's connection manager: routes by RDS from the watched xDS directory. */
 export function httpsConnectionManager(ctx: GatewayContext): Json {
   const filters: Json[] = [];
-  if (ctx.devAuth) filters.push(extAuthzFilter(ctx.config));
+  if (ctx.settings.authenticateDevRoutes) filters.push(extAuthzFilter(ctx.config));
   filters.push(localRateLimitFilter());
   if (ctx.settings.compression) filters.push(compressorFilter());
   filters.push(routerFilter());
@@ -56,7 +56,7 @@ export function httpsConnectionManager(ctx: GatewayContext): Json {
     upgrade_configs: [{ upgrade_type: "websocket" }],
     ...edgeSettings(ctx),
   };
-  if (ctx.devAuth) hcm.local_reply_config = loginRedirect(ctx);
+  if (ctx.settings.authenticateDevRoutes) hcm.local_reply_config = loginRedirect(ctx);
   return hcm;
 }
 

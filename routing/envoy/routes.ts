@@ -1,11 +1,10 @@
 // The TLS listener's route configuration (RDS): one virtual host per
 // production service, one for the dev/PR routes.
 import type { RoutedService, RoutingTable } from "../table.js";
-import { stackClusterName } from "../table.js";
-import { perReplicaLimit, type GatewayContext } from "./context.js";
+import { perReplicaLimit, type XdsContext } from "./context.js";
 import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 
-export function routeConfiguration(ctx: GatewayContext, table: RoutingTable): Json {
+export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
   const hosts = table.production.map((s) => productionVirtualHost(ctx, s));
   if (table.dev.length > 0) hosts.push(devVirtualHost(ctx, table.dev));
   return {
@@ -18,23 +17,23 @@ export function routeConfiguration(ctx: GatewayContext, table: RoutingTable): Js
   };
 }
 
-/** s.<domain> (plus aliases on the external gateway) -> s, with ext_authz off. */
-export function productionVirtualHost(ctx: GatewayContext, service: RoutedService): Json {
-  const domains = [`${service.name}.${ctx.domain}`, ...(ctx.gateway === "gateway" ? service.aliases : [])];
+/** s.<domain> (plus its aliases, on a gateway that serves them) -> s, with ext_authz off. */
+export function productionVirtualHost(ctx: XdsContext, service: RoutedService): Json {
+  const domains = [`${service.name}.${ctx.settings.domain}`, ...(ctx.settings.serveAliases ? service.aliases : [])];
   const host: Json = {
     name: service.name,
     domains,
     routes: [serviceRoute(ctx, service, { prefix: "/" })],
   };
-  if (ctx.devAuth) host.typed_per_filter_config = ctx.shared.extAuthzOff;
+  if (ctx.settings.authenticateDevRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   return host;
 }
 
 /** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz. */
-export function devVirtualHost(ctx: GatewayContext, services: readonly RoutedService[]): Json {
+export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService[]): Json {
   return {
     name: "dev",
-    domains: [ctx.devHost],
+    domains: [ctx.settings.devHost],
     routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` })),
   };
 }
@@ -44,11 +43,11 @@ export function devVirtualHost(ctx: GatewayContext, services: readonly RoutedSer
  * versions), Host rewritten to the Service name (so SNI and the certificate
  * check use it) with the original in x-forwarded-host, optional rate limit.
  */
-function serviceRoute(ctx: GatewayContext, service: RoutedService, match: Json): Json {
+function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Json {
   const action: Json =
-    service.stacks.length === 1
-      ? { cluster: stackClusterName(service, service.stacks[0]!) }
-      : { weighted_clusters: { clusters: service.stacks.map((s) => ({ name: stackClusterName(service, s), weight: s.weight })) } };
+    service.versions.length === 1
+      ? { cluster: service.versions[0]!.cluster }
+      : { weighted_clusters: { clusters: service.versions.map((v) => ({ name: v.cluster, weight: v.weight })) } };
   action.auto_host_rewrite = true;
   action.append_x_forwarded_host = true;
   action.timeout = ctx.shared.routeTimeout;

@@ -1,7 +1,7 @@
 // TLS: the listener's certificate, upstream TLS to pods, and the SDS files
 // that let Envoy pick up renewed certificates from the mounted Secrets
 // (watched_directory follows the kubelet's ..data swap) without a restart.
-import type { StackConfig } from "../config/schema.js";
+import type { RoutingConfig, StackConfig } from "../config/schema.js";
 import { SDS_FILES, SECRET, TYPE, type EnvoyPaths, type Json } from "./types.js";
 import { envoyDuration } from "./units.js";
 
@@ -53,7 +53,7 @@ export function upstreamTransportSocket(paths: EnvoyPaths, mode: "verify" | "enc
  * HTTP options of upstream connections: pooled connections closed after the
  * idle timeout, HTTP/1.1 or HTTP/2 with bounded windows.
  */
-export function upstreamProtocolOptions(config: StackConfig): Json {
+export function upstreamProtocolOptions(config: RoutingConfig): Json {
   const edge = config.edge;
   return {
     "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {

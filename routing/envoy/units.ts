@@ -1,13 +1,11 @@
 // Conversions from stack config notation to Envoy's.
+import { parseDuration } from "../units.js";
 
-/** "500ms" | "5s" | "10m" | "1h" -> Envoy's JSON duration ("0.5s", "5s", "600s", "3600s"). */
+/** A stack config duration ("500ms", "5s", "10m", "1h") as Envoy's JSON duration ("0.5s", "5s", "600s", "3600s"). */
 export function envoyDuration(d: string): string {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(d);
-  if (!m) throw new Error(`not a duration: ${d}`);
-  const n = Number(m[1]);
-  const factor = { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2] as "ms" | "s" | "m" | "h"];
-  const seconds = n * factor;
-  return `${Number.isInteger(seconds) ? seconds : Number(seconds.toFixed(3))}s`;
+  const ms = parseDuration(d);
+  if (ms === undefined) throw new Error(`not a duration: ${d}`);
+  return `${ms / 1000}s`;
 }
 
 /** Kubernetes memory quantity ("1Gi", "512Mi", "1G") -> bytes. */

@@ -15,9 +15,9 @@
 //     line, so a change shows as a changed line.
 // The bootstrap and SDS files are small and written as readable block YAML
 // by the `yaml` library.
-import { createHash } from "node:crypto";
 import { Document, isMap, isScalar, parseDocument } from "yaml";
 import type { Json } from "./types.js";
+import { contentVersion } from "../units.js";
 
 /** A DiscoveryResponse-shaped xDS file. */
 export interface XdsDocument extends Json {
@@ -30,10 +30,6 @@ export function discoveryResponse(resources: Json[]): XdsDocument {
   return { version_info: contentVersion(resources), resources };
 }
 
-/** A short digest of a JSON value: same content, same version. */
-export function contentVersion(value: unknown): string {
-  return createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 16);
-}
 
 /** Shared objects smaller than this (as JSON) are written in place: an alias would not save much. */
 const MIN_ALIASED_OBJECT = 40;

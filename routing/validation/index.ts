@@ -2,7 +2,7 @@
 // decoded against Envoy's API (unknown fields, enums, oneofs, types, every
 // `@type`), the API's annotated rules, and Envoy's load-time checks.
 import type { Problem } from "../config/errors.js";
-import type { GatewayDocuments } from "../envoy/gateway.js";
+import type { GatewayDocuments, XdsDocuments } from "../envoy/gateway.js";
 import type { Json } from "../envoy/types.js";
 import { decode, SharedDecoder, typeNameOf } from "./decode.js";
 import { envoyApi } from "./descriptors.js";
@@ -26,6 +26,19 @@ export function validateGateway(docs: GatewayDocuments): Problem[] {
   checkXdsFile(docs.cds, CLUSTER, where("cds.yaml"), problems, decoder);
   checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
   for (const v of envoyRuleViolations({ bootstrap: docs.bootstrap, clusters: docs.cds.resources, routeConfigs: docs.rds.resources })) {
+    problems.push({ key: `${docs.gateway}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
+  }
+  return problems;
+}
+
+/** Every problem in one gateway's xDS documents (what its routes resource writes), minus what needs the bootstrap. */
+export function validateXds(docs: XdsDocuments): Problem[] {
+  const problems: Problem[] = [];
+  const where = (file: string) => `${docs.gateway}/${file}`;
+  const decoder = new SharedDecoder([...docs.cds.resources, ...docs.rds.resources]);
+  checkXdsFile(docs.cds, CLUSTER, where("cds.yaml"), problems, decoder);
+  checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
+  for (const v of envoyRuleViolations({ clusters: docs.cds.resources, routeConfigs: docs.rds.resources })) {
     problems.push({ key: `${docs.gateway}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
   }
   return problems;

@@ -34,18 +34,18 @@ function services(shift: Record<string, string>): ServiceObject[] {
   return [svc("blue"), svc("green", { [SHIFT_ANNOTATION.from]: "blue", [SHIFT_ANNOTATION.start]: T0.toISOString(), [SHIFT_ANNOTATION.duration]: "100m", ...shift })];
 }
 
-/** Routes web as discovery would at `now`, waits until Envoy serves that split, and returns the weights routed. */
+/** Routes web as discovery and the routing table would at `now`, waits until Envoy serves that split, and returns the weights routed. */
 async function routeAt(shift: Record<string, string>, now: Date): Promise<Record<string, number>> {
-  const found = discoverRoutes([{ metadata: { name: NS } }], services(shift), "default", now);
+  const found = discoverRoutes([{ metadata: { name: NS } }], services(shift), "default");
   expect(found.problems).toEqual([]);
   const rdsBefore = await h.envoy.stat("http.https.rds.https.update_success");
-  await h.setDevNamespaces(found.devNamespaces);
+  await h.setDevNamespaces(found.devNamespaces, now);
   await waitFor("Envoy to load the new routes", 15_000, async () => (await h.envoy.stat("http.https.rds.https.update_success")) > rdsBefore);
   for (const version of ["blue", "green"]) {
     await waitFor(`Envoy to resolve web-${version}`, 15_000, async () => (await h.envoy.clusterHosts(`${NS}_web_${version}`)).length > 0);
   }
-  const spec = found.devNamespaces[NS]![0]!;
-  return Object.fromEntries((typeof spec === "string" ? [] : spec.stacks!).map((s) => [s.version, s.weight]));
+  const web = h.table.dev.find((s) => s.namespace === NS && s.name === "web")!;
+  return Object.fromEntries(web.versions.map((v) => [v.version, v.weight]));
 }
 
 /** Sends `total` requests to web and counts which version answered. */

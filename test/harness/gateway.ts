@@ -218,8 +218,8 @@ export class GatewayHarness {
     const c = this.config;
     const settings = c.gateways[this.gateway];
     const wanted: { namespace: string; service: string; kind: "production" | "dev" | "auth" | "acme" }[] = [];
-    for (const s of table.production) for (const st of s.stacks) wanted.push({ namespace: s.namespace, service: st.service, kind: "production" });
-    for (const s of table.dev) for (const st of s.stacks) wanted.push({ namespace: s.namespace, service: st.service, kind: "dev" });
+    for (const s of table.production) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "production" });
+    for (const s of table.dev) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "dev" });
     if (settings.authenticateDevRoutes) wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
     if (settings.acme) wanted.push({ namespace: c.acme.namespace, service: c.acme.service, kind: "acme" });
     for (const w of wanted) {
@@ -322,8 +322,8 @@ export class GatewayHarness {
    * Renders the routes for these dev/PR namespaces (production unchanged),
    * starts pods for new Services and swaps the xDS files in like the kubelet.
    */
-  async setDevNamespaces(devNamespaces: DevNamespaces): Promise<GatewayFiles> {
-    const table = buildRoutingTable(this.config, devNamespaces);
+  async setDevNamespaces(devNamespaces: DevNamespaces, now: Date = new Date()): Promise<GatewayFiles> {
+    const table = buildRoutingTable(this.config, devNamespaces, "dev namespaces", now);
     await this.ensurePods(table);
     const files = this.render(table);
     this.table = table;

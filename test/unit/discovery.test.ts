@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { discoverRoutes, type NamespaceObject, type ServiceObject } from "../../routing/discovery.js";
 import { routingLabels } from "../../routing/labels.js";
+import { buildRoutingTable } from "../../routing/table.js";
+import { stackConfig } from "./fixtures.js";
 
 const ns = (name: string, phase = "Active", deleting = false): NamespaceObject => ({ metadata: { name, ...(deleting ? { deletionTimestamp: "2026-11-30T10:00:00Z" } : {}) }, status: { phase } });
 const svc = (namespace: string, name: string, labels: Record<string, string>, clusterIP = "None"): ServiceObject => ({
@@ -19,10 +21,10 @@ describe("discovery", () => {
     );
     expect(found.devNamespaces).toEqual({
       "pr-1": [
-        { name: "batch", stacks: [{ version: "", service: "batch", weight: 100 }], websocket: false },
-        { name: "batch-driver", stacks: [{ version: "", service: "batch-driver", weight: 100 }], websocket: false },
+        { name: "batch", versions: [{ version: "", service: "batch" }], websocket: false },
+        { name: "batch-driver", versions: [{ version: "", service: "batch-driver" }], websocket: false },
       ],
-      "pr-2": [{ name: "ws", stacks: [{ version: "", service: "ws", weight: 100 }], websocket: true }],
+      "pr-2": [{ name: "ws", versions: [{ version: "", service: "ws" }], websocket: true }],
     });
     expect(found.problems).toEqual([]);
   });
@@ -36,15 +38,21 @@ describe("discovery", () => {
     const shift = { "envoy-gateways.io/shift-from": "blue", "envoy-gateways.io/shift-policy": "linear", "envoy-gateways.io/shift-start": "2026-11-30T10:00:00Z", "envoy-gateways.io/shift-duration": "10m" };
     const green = svc("pr-1", "web-green", routed("web", { version: "green" }));
     green.metadata!.annotations = shift;
-    const found = discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default", new Date("2026-11-30T10:01:00Z"));
+    const found = discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default");
     expect(found.problems).toEqual([]);
     expect(found.devNamespaces["pr-1"]).toEqual([
       {
         name: "web",
-        stacks: [{ version: "blue", service: "web-blue", weight: 90 }, { version: "green", service: "web-green", weight: 10 }],
+        versions: [{ version: "blue", service: "web-blue" }, { version: "green", service: "web-green" }],
         websocket: false,
-        shift: { from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00.000Z", duration: "10m" },
+        shifts: [{ from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00Z", duration: "10m" }],
       },
+    ]);
+    // The facts carry no weights: the routing table takes them from the shift, at the instant it is built.
+    const web = buildRoutingTable(stackConfig("dev"), found.devNamespaces, "discovered", new Date("2026-11-30T10:01:00Z")).dev[0]!;
+    expect(web.versions.map((v) => [v.cluster, v.weight])).toEqual([
+      ["pr-1_web_blue", 90],
+      ["pr-1_web_green", 10],
     ]);
   });
 
@@ -60,16 +68,18 @@ describe("discovery", () => {
     const shifted = (from: string, reversed?: string) => {
       const green = svc("pr-1", "web-green", routed("web", { version: "green" }));
       green.metadata!.annotations = { "envoy-gateways.io/shift-from": from, "envoy-gateways.io/shift-policy": "linear", "envoy-gateways.io/shift-start": "2026-11-30T10:00:00Z", "envoy-gateways.io/shift-duration": "10m", ...(reversed ? { "envoy-gateways.io/shift-reversed": reversed } : {}) };
-      return discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default", new Date("2026-11-30T12:00:00Z")).problems[0]!.message;
+      return discoverRoutes([ns("pr-1")], [green, svc("pr-1", "web-blue", routed("web", { version: "blue" }))], "default").problems[0]!.message;
     };
-    expect(shifted("blue", "2026-11-30T11:00:00Z")).toMatch(/reversed at 2026-11-30T11:00:00.000Z, when it was not in progress .*only a shift in progress can be reversed/);
-    expect(shifted("red")).toBe("left out: shift of web names version red, which it does not have (versions: blue, green)");
+    expect(shifted("blue", "2026-11-30T11:00:00Z")).toBe(
+      'left out: annotation envoy-gateways.io/shift-reversed="2026-11-30T11:00:00Z" is not while the shift was in progress (2026-11-30T10:00:00.000Z to 2026-11-30T10:10:00.000Z); only a shift in progress can be reversed',
+    );
+    expect(shifted("red")).toBe('left out: annotation envoy-gateways.io/shift-from="red" must be a version of web (versions: blue, green)');
   });
 
   it("reports a Service with malformed labels by name, with what is wrong, and keeps the other routes", () => {
     const bad = { ...routed("Batch_1"), "envoy-gateways.io/port": "8443", "envoy-gateways.io/weight": "half" };
     const found = discoverRoutes([ns("pr-1")], [svc("pr-1", "batch", bad), svc("pr-1", "ci", routed("ci"))], "default");
-    expect(found.devNamespaces).toEqual({ "pr-1": [{ name: "ci", stacks: [{ version: "", service: "ci", weight: 100 }], websocket: false }] });
+    expect(found.devNamespaces).toEqual({ "pr-1": [{ name: "ci", versions: [{ version: "", service: "ci" }], websocket: false }] });
     expect(found.problems).toHaveLength(1);
     expect(found.problems[0]!.key).toBe("Service pr-1/batch");
     expect(found.problems[0]!.message).toBe(
@@ -88,7 +98,7 @@ describe("discovery", () => {
       [svc("pr-1", "web-a", routed("web", { version: "a", weight: 60 })), svc("pr-1", "web-b", routed("web", { version: "b", weight: 30 })), svc("pr-1", "api", routed("api"))],
       "default",
     );
-    expect(found.devNamespaces["pr-1"]).toEqual([{ name: "api", stacks: [{ version: "", service: "api", weight: 100 }], websocket: false }]);
+    expect(found.devNamespaces["pr-1"]).toEqual([{ name: "api", versions: [{ version: "", service: "api" }], websocket: false }]);
     expect(found.problems).toEqual([
       {
         key: "service web in namespace pr-1 (Service pr-1/web-a, Service pr-1/web-b)",

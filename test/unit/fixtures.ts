@@ -3,6 +3,7 @@
 import { join } from "node:path";
 import { loadStackFile, readStackFile } from "../../routing/config/load.js";
 import type { StackConfig } from "../../routing/config/schema.js";
+import type { DevServiceFacts } from "../../routing/table.js";
 
 export const ROOT = join(__dirname, "..", "..");
 
@@ -48,4 +49,27 @@ export function withValue(raw: Record<string, unknown>, path: string, value: unk
   if (value === undefined) delete node[last];
   else node[last] = value;
   return copy;
+}
+
+/** The start of the shift of `shiftedService`. */
+export const SHIFT_START = new Date("2026-11-30T10:00:00Z");
+
+/**
+ * A dev/PR service with versions blue and green (Services <name>-blue and
+ * <name>-green) and a linear shift of 100 minutes from SHIFT_START: `m`
+ * minutes in (`minutesIntoShift(m)`), blue has 100 - m percent.
+ */
+export function shiftedService(name = "web"): DevServiceFacts {
+  return {
+    name,
+    versions: [
+      { version: "blue", service: `${name}-blue` },
+      { version: "green", service: `${name}-green` },
+    ],
+    shifts: [{ from: "blue", to: "green", policy: "linear", start: SHIFT_START.toISOString(), duration: "100m" }],
+  };
+}
+
+export function minutesIntoShift(m: number): Date {
+  return new Date(SHIFT_START.getTime() + m * 60_000);
 }

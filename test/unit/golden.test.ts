@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { parseStackConfig } from "../../routing/config/load.js";
 import { renderGateways } from "../../routing/render.js";
 import { buildRoutingTable, type DevNamespaces } from "../../routing/table.js";
-import { fiftyNamespaces } from "../fixtures/namespaces.js";
+import { FIFTY_NAMESPACES_AT, fiftyNamespaces } from "../fixtures/namespaces.js";
 import { minimalRaw, ROOT, stackConfig } from "./fixtures.js";
 
 const GOLDEN = join(ROOT, "test", "golden");
@@ -21,7 +21,7 @@ const cases: [string, () => ReturnType<typeof stackConfig>, DevNamespaces][] = [
 describe("golden files", () => {
   it.each(cases)("%s table renders exactly the golden files", (name, config, namespaces) => {
     const c = config();
-    const files = renderGateways(c, buildRoutingTable(c, namespaces));
+    const files = renderGateways(c, buildRoutingTable(c, namespaces, "dev namespaces", FIFTY_NAMESPACES_AT));
     for (const g of files) {
       const dir = join(GOLDEN, name, g.gateway);
       const rendered = { ...g.bootstrap, ...g.xds };
@@ -38,7 +38,7 @@ describe("golden files", () => {
   });
 
   it("the production-sized table has dozens of services and 50 dev namespaces", () => {
-    const table = buildRoutingTable(stackConfig("prod"), fiftyNamespaces());
+    const table = buildRoutingTable(stackConfig("prod"), fiftyNamespaces(), "dev namespaces", FIFTY_NAMESPACES_AT);
     expect(table.production.length).toBeGreaterThanOrEqual(20);
     expect(new Set(table.dev.map((s) => s.namespace)).size).toBe(50);
   });

@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { StackConfig } from "../../routing/config/schema.js";
 import { parseStackConfig } from "../../routing/config/load.js";
+import { routingConfig } from "../../routing/config/schema.js";
 import { renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { rawStack, withValue } from "./fixtures.js";
@@ -148,23 +149,46 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
 });
 
 describe("routes and route-sync access", () => {
-  it("gives each gateway a routes resource owning its xDS ConfigMap, with production and discovered dev routes keyed by id", async () => {
+  it("gives each gateway a routes resource owning its xDS ConfigMap, given the facts: routing config and the discovered dev/PR namespaces", async () => {
     declared = [];
     const all: Record<string, string> = {};
     for (const [k, v] of Object.entries(rawStack("dev"))) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
     pulumi.runtime.setAllConfig(all, []);
     const { declareStack, loadStackConfig } = await import("../../program/stack.js");
-    declareStack(loadStackConfig(), { "pr-5": ["batch"] });
+    const discovered = { "pr-5": ["batch"] };
+    declareStack(loadStackConfig(), discovered);
     await settings.waitForRPCs();
     const routes = declared.filter((r) => r.type.endsWith(":Routes"));
     expect(routes.map((r) => r.name).sort()).toEqual(["gateway-routes", "internal-gateway-routes"]);
     const gw = routes.find((r) => r.name === "gateway-routes")!.inputs;
     expect(gw).toMatchObject({ gateway: "gateway", namespace: "default", configMap: "gateway-xds" });
-    expect(Object.keys(gw.routes).sort()).toEqual(["default/auth", "default/batch", "default/batch-driver", "default/notebook", "default/www", "pr-5/batch"]);
-    expect(gw.routes["pr-5/batch"].match).toBe("https://internal.dev.example.org/pr-5/batch");
-    expect(gw.config.kubeconfig).toBeUndefined();
+    expect(gw.devNamespaces).toEqual(discovered);
+    expect(gw.config).toEqual(routingConfig(parseStackConfig(rawStack("dev"))));
+    // The routes are derived by the provider's check, not given.
+    expect(gw.routes).toBeUndefined();
+    expect(gw.kubeconfig).toBeUndefined();
     // The component's ConfigMap starts with the production routes only.
     expect(named(declared, "core/v1:ConfigMap", "gateway-xds").inputs.data["rds.yaml"]).not.toContain("/pr-5/batch");
+  });
+
+  it("passes the kubeconfig to the Kubernetes provider and both routes resources only as a secret, and never in their config", async () => {
+    const kubeconfig = "apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: s3cr3t-t0ken}}]\n";
+    const { resources } = await run({ ...rawStack("dev"), kubeconfig });
+    const secret = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", value: kubeconfig };
+    const routes = resources.filter((r) => r.type.endsWith(":Routes"));
+    expect(routes).toHaveLength(2);
+    for (const r of routes) {
+      expect(r.inputs.kubeconfig).toEqual(secret);
+      expect(JSON.stringify(r.inputs.config)).not.toContain("s3cr3t");
+    }
+    expect(resources.find((r) => r.type === "pulumi:providers:kubernetes")!.inputs.kubeconfig).toEqual(secret);
+  });
+
+  it("refuses a kubeconfig set in plain text, without showing it", async () => {
+    pulumi.runtime.setAllConfig({ ...Object.fromEntries(Object.entries(rawStack("dev")).map(([k, v]) => [`envoy-gateways:${k}`, typeof v === "string" ? v : JSON.stringify(v)])), "envoy-gateways:kubeconfig": "token: s3cr3t-t0ken" }, []);
+    const { loadStackConfig } = await import("../../program/stack.js");
+    expect(() => loadStackConfig()).toThrow(/envoy-gateways:kubeconfig: is plain text in the stack's config; set it as a secret/);
+    expect(() => loadStackConfig()).not.toThrow(/s3cr3t/);
   });
 
   it("declares least-privilege RBAC for the route-sync identity", async () => {

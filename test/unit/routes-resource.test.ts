@@ -1,25 +1,53 @@
-// The routes resource: its inputs (the routing table keyed by id), check and
-// diff as the engine calls them, and reading a ConfigMap back.
+// The routes resource: its inputs are facts (the routing part of stack config
+// and the discovered dev/PR namespaces), check adds the routes they give,
+// diff compares what matters, and drift names the routes a ConfigMap edit
+// changed.
 import { describe, expect, it } from "vitest";
-import { checkFailures, checkRoutes, diffRoutes, digest, render, type RoutesInputs, type RoutesOutputs } from "../../routes-provider/core.js";
-import { readRoutesFromXds } from "../../routing/read-back.js";
-import { productionOnly, routesInput, tableFromRoutes } from "../../routing/routes-input.js";
-import { buildRoutingTable } from "../../routing/table.js";
-import { stackConfig } from "./fixtures.js";
+import { checkFailures, checkRoutes, diffRoutes, renderRoutes, type RoutesFacts, type RoutesOutputs } from "../../routes-provider/core.js";
+import { routingConfig } from "../../routing/config/schema.js";
+import { xdsDrift } from "../../routing/envoy/drift.js";
+import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
+import { dataDigest } from "../../routing/units.js";
+import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
 
 const config = stackConfig("prod");
-const { kubeconfig: _k, renderYamlToDirectory: _r, ...configInput } = config;
-const dev = { "pr-12": ["batch", "ci"], "pr-14": [{ name: "web", stacks: [{ version: "blue", service: "web-blue", weight: 70 }, { version: "green", service: "web-green", weight: 30 }] }] };
-const table = buildRoutingTable(config, dev);
+const dev = { "pr-12": ["batch", "ci"], "pr-14": [shiftedService("web")] };
+const at = minutesIntoShift(30);
 
-function inputs(routes = routesInput(config, table, "gateway")): RoutesInputs {
-  return { gateway: "gateway", namespace: "default", configMap: "gateway-xds", config: configInput, routes };
+function facts(change: Partial<RoutesFacts> = {}): RoutesFacts {
+  return { gateway: "gateway", namespace: "default", configMap: "gateway-xds", config: routingConfig(config), devNamespaces: dev, ...change };
 }
 
-describe("routes input", () => {
-  it("keys every route by <namespace>/<service> and spells out its match and clusters", () => {
-    const routes = routesInput(config, table, "gateway");
-    expect(routes["pr-12/batch"]).toEqual({
+/** State as create() leaves it: the facts rendered at `when`. */
+function written(f: RoutesFacts, when = at): RoutesOutputs {
+  const r = renderRoutes(f, when);
+  return { ...f, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: when.toISOString() };
+}
+
+describe("the routing config the routes resources are given", () => {
+  it("is an allow-list: nothing of the image, resources, TLS secrets, auth, ACME or render settings", () => {
+    const routing = routingConfig(config);
+    expect(Object.keys(routing).sort()).toEqual(["clusterDomain", "devNamespaces", "edge", "gateways", "namespace", "services", "shifts", "upstream"]);
+    expect(Object.keys(routing.gateways.gateway).sort()).toEqual(["authenticateDevRoutes", "devHost", "domain", "replicas", "serveAliases"]);
+    expect(Object.keys(routing.services[0]!).sort()).toEqual(["aliases", "name", "rateLimit", "websocket"]);
+    const text = JSON.stringify(routing);
+    for (const leaked of [config.envoyImage, config.gateways.gateway.tls.serverSecret, config.gateways.gateway.resources.limits.memory, config.auth.pathPrefix]) {
+      expect(text).not.toContain(leaked);
+    }
+  });
+
+  it("does not change when only a Deployment's settings change", () => {
+    const bigger = { ...config, services: config.services.map((s) => ({ ...s, replicas: s.replicas + 5 })), gateways: { ...config.gateways, gateway: { ...config.gateways.gateway, maxReplicas: 50 } } };
+    expect(routingConfig(bigger)).toEqual(routingConfig(config));
+  });
+});
+
+describe("check", () => {
+  it("adds the routes the facts give, keyed by <namespace>/<service> with their match and clusters", () => {
+    const { inputs, problems } = checkRoutes(facts(), at);
+    expect(problems).toEqual([]);
+    expect(inputs!.devNamespaces).toEqual(dev);
+    expect(inputs!.routes["pr-12/batch"]).toEqual({
       match: "https://internal.hail.is/pr-12/batch",
       namespace: "pr-12",
       service: "batch",
@@ -27,103 +55,93 @@ describe("routes input", () => {
       rateLimit: 200,
       websocket: false,
     });
-    expect(routes["pr-14/web"]!.clusters).toEqual({
+    expect(inputs!.routes["pr-14/web"]!.clusters).toEqual({
       "pr-14_web_blue": { upstream: "web-blue.pr-14.svc.cluster.local:443", weight: 70, version: "blue" },
       "pr-14_web_green": { upstream: "web-green.pr-14.svc.cluster.local:443", weight: 30, version: "green" },
     });
-    expect(routes["default/www"]).toMatchObject({ match: "https://www.hail.is/", aliases: ["hail.is"] });
+    expect(inputs!.routes["pr-14/web"]!.shift).toMatchObject({ from: "blue", to: "green", policy: "linear" });
+    expect(inputs!.routes["default/www"]).toMatchObject({ match: "https://www.hail.is/", aliases: ["hail.is"] });
   });
 
-  it("converts back to the same routing table", () => {
-    expect(tableFromRoutes(config, routesInput(config, table, "gateway"))).toEqual(table);
+  it("gives aliases only to a gateway that serves them", () => {
+    const { inputs } = checkRoutes(facts({ gateway: "internal-gateway", configMap: "internal-gateway-xds" }), at);
+    expect(inputs!.routes["default/www"]).toMatchObject({ match: "https://www.hail/" });
+    expect(inputs!.routes["default/www"]!.aliases).toBeUndefined();
   });
 
-  it("keeps only production routes for a gateway whose routes resource is deleted", () => {
-    expect(Object.keys(productionOnly(config, routesInput(config, table, "gateway"))).every((id) => id.startsWith("default/"))).toBe(true);
-  });
-});
-
-describe("check", () => {
-  it("accepts the routes the program passes", () => {
-    expect(checkRoutes(inputs())).toEqual([]);
+  it("refuses a dev service the routing table refuses, on devNamespaces, naming it", () => {
+    const { problems } = checkRoutes(facts({ devNamespaces: { "pr-12": [{ name: "web", versions: [{ version: "blue", service: "web-blue" }, { version: "green", service: "web-green" }] }] } }), at);
+    expect(checkFailures(problems)).toEqual([{ property: "devNamespaces", reason: "pr-12[0] (web).versions: web has 2 versions (blue, green) but no traffic shift says how to split traffic between them" }]);
   });
 
-  it("refuses an id that is not <namespace>/<service> of its route", () => {
-    const routes = routesInput(config, table, "gateway");
-    routes["pr-12/batch-x"] = routes["pr-12/batch"]!;
-    delete routes["pr-12/batch"];
-    expect(checkRoutes(inputs(routes))).toEqual([{ key: 'routes["pr-12/batch-x"]', message: "the id must be <namespace>/<service> of its route", value: { namespace: "pr-12", service: "batch" } }]);
-  });
-
-  it("refuses weights that do not sum to 100, naming the route", () => {
-    const routes = routesInput(config, table, "gateway");
-    routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight = 20;
-    expect(checkRoutes(inputs(routes)).map((p) => `${p.key}: ${p.message}`)).toEqual(["pr-14[0] (web).stacks: weights of its versions must sum to 100"]);
-  });
-
-  it("refuses a cluster that does not match its route", () => {
-    const routes = routesInput(config, table, "gateway");
-    routes["pr-12/ci"]!.clusters["pr-12_ci"]!.upstream = "ci.pr-13.svc.cluster.local:443";
-    expect(checkRoutes(inputs(routes))[0]!.key).toBe('routes["pr-12/ci"]');
+  it("refuses bad routing config on config, with the key and the value", () => {
+    const { problems } = checkRoutes(facts({ config: { ...routingConfig(config), clusterDomain: "Cluster.Local" } }), at);
+    expect(checkFailures(problems)).toEqual([{ property: "config", reason: expect.stringMatching(/^envoy-gateways:clusterDomain: must be a lower-case DNS name.*\(got "Cluster\.Local"\)$/) }]);
   });
 
   it("refuses routes that would not fit in a ConfigMap, before anything is written", () => {
     const many: Record<string, string[]> = {};
     for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
-    const problems = checkRoutes(inputs(routesInput(config, buildRoutingTable(config, many), "gateway")));
-    expect(problems.map((p) => p.message).join("\n")).toMatch(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
-  });
-
-  it("reports check failures with the input property they concern", () => {
-    const bad = { ...inputs(), config: { ...configInput, domain: "Hail.is" } };
-    expect(checkFailures(bad)).toEqual([{ property: "config", reason: expect.stringMatching(/^envoy-gateways:domain: must be a lower-case DNS name.*\(got "Hail\.is"\)$/) }]);
-    const routes = routesInput(config, table, "gateway");
-    routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight = 20;
-    expect(checkFailures(inputs(routes))).toEqual([{ property: "pr-14", reason: "pr-14[0] (web).stacks: weights of its versions must sum to 100 (got [70,20])" }]);
+    const { problems } = checkRoutes(facts({ devNamespaces: many }), at);
+    expect(problems.map((p) => p.problem.message).join("\n")).toMatch(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
   });
 });
 
 describe("diff", () => {
-  const written = (i: RoutesInputs): RoutesOutputs => ({ ...i, dataDigest: digest(render(i)) });
+  const news = (f = facts(), when = at) => checkRoutes(f, when).inputs!;
 
-  it("reports no change for the same routes", () => {
-    expect(diffRoutes(written(inputs()), inputs())).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
+  it("reports no change for the same facts at the same weights", () => {
+    expect(diffRoutes(written(facts()), news(), at)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
   });
 
   it("reports a change when a namespace's routes come or go", () => {
-    const fewer = routesInput(config, buildRoutingTable(config, { "pr-12": ["batch"] }), "gateway");
-    expect(diffRoutes(written(inputs()), inputs(fewer)).changes).toBe(true);
+    expect(diffRoutes(written(facts()), news(facts({ devNamespaces: { "pr-12": ["batch"] } })), at).changes).toBe(true);
+  });
+
+  it("reports a change when a shift has moved the weights since they were written", () => {
+    expect(diffRoutes(written(facts(), minutesIntoShift(30)), news(facts(), minutesIntoShift(31)), minutesIntoShift(31)).changes).toBe(true);
+  });
+
+  it("reports a change for routing config that reaches the xDS files", () => {
+    const slower = { ...routingConfig(config), upstream: { ...routingConfig(config).upstream, connectTimeout: "9s" } };
+    expect(diffRoutes(written(facts()), news(facts({ config: slower })), at).changes).toBe(true);
+  });
+
+  it("reports a change when what the facts render is not what was written (a new version of the translation)", () => {
+    expect(diffRoutes({ ...written(facts()), dataDigest: "0".repeat(64) }, news(), at).changes).toBe(true);
   });
 
   it("reports a change after a refresh found the ConfigMap edited out of band, so `up` repairs it", () => {
-    const state = { ...written(inputs()), dataDigest: "0".repeat(64), drift: "the ConfigMap was changed outside this program" };
-    expect(diffRoutes(state, inputs()).changes).toBe(true);
+    expect(diffRoutes({ ...written(facts()), drift: { "pr-12/ci": "route missing or changed" } }, news(), at).changes).toBe(true);
   });
 
-  it("reports no change for stack config that does not reach the xDS files, and a change for config that does", () => {
-    const more = { ...configInput, services: configInput.services.map((s) => (s.name === "batch" ? { ...s, replicas: 9 } : s)) };
-    expect(diffRoutes(written(inputs()), { ...inputs(), config: more }).changes).toBe(false);
-    const slower = { ...configInput, upstream: { ...configInput.upstream, connectTimeout: "9s" } };
-    expect(diffRoutes(written(inputs()), { ...inputs(), config: slower }).changes).toBe(true);
+  it("updates state written before the inputs were facts, without replacing the resource", () => {
+    const { devNamespaces: _, ...old } = written(facts());
+    expect(diffRoutes(old, news(), at)).toEqual({ changes: true, replaces: [], deleteBeforeReplace: false });
   });
 
   it("replaces the resource when it should own another ConfigMap", () => {
-    expect(diffRoutes(written(inputs()), { ...inputs(), configMap: "other-xds" }).replaces).toEqual(["configMap"]);
+    expect(diffRoutes(written(facts()), news(facts({ configMap: "other-xds" })), at).replaces).toEqual(["configMap"]);
   });
 });
 
-describe("read back", () => {
-  it("recovers the routes a ConfigMap serves", () => {
-    const data = render(inputs());
-    expect(readRoutesFromXds(config, "gateway", data, inputs().routes)).toEqual({ routes: inputs().routes, problems: [] });
+describe("drift", () => {
+  const rendered = renderRoutes(facts(), at);
+  const parsed = (data: Record<string, string>) => ({ cds: parseEnvoyYaml(data["cds.yaml"]!), rds: parseEnvoyYaml(data["rds.yaml"]!) });
+
+  it("finds none in what was written", () => {
+    expect(xdsDrift(rendered.table, rendered.files.documents, parsed(rendered.files.xds))).toEqual({});
   });
 
-  it("shows a route removed and a cluster edited out of band", () => {
-    const data = render(inputs());
+  it("names the routes a removed route and an edited cluster change, and what was never written", () => {
+    const data = rendered.files.xds;
     const rds = data["rds.yaml"]!.split("\n").filter((l) => !l.includes('"/pr-12/ci"')).join("\n");
-    const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org");
-    const read = readRoutesFromXds(config, "gateway", { "cds.yaml": cds, "rds.yaml": rds }, inputs().routes);
-    expect(read.routes["pr-12/ci"]).toBeUndefined();
-    expect(read.routes["pr-12/batch"]!.clusters["pr-12_batch"]!.upstream).toBe("evil.example.org:443");
+    const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org").replace('"name":"pr-14_web_green"', '"name":"pr-14_web_red"');
+    expect(xdsDrift(rendered.table, rendered.files.documents, parsed({ "cds.yaml": cds, "rds.yaml": rds }))).toEqual({
+      "pr-12/batch": "cluster pr-12_batch changed",
+      "pr-12/ci": "route missing or changed",
+      "pr-14/web": "cluster pr-14_web_green missing",
+      "(not written)": "cluster pr-14_web_red",
+    });
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { InputError } from "../../routing/config/errors.js";
 import { parseStackConfig } from "../../routing/config/load.js";
 import { shiftTable } from "../../routing/shift-report.js";
-import { nextWeights, reverseShift, shiftPhase, shiftWeights, versionWeights, type Shift } from "../../routing/shifts.js";
+import { checkShift, nextWeights, reverseShift, shiftPhase, shiftWeights, versionWeights, type Shift } from "../../routing/shifts.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { minimalRaw, withValue } from "./fixtures.js";
 
@@ -87,15 +87,37 @@ describe("next weights", () => {
   });
 });
 
+describe("the checks every shift gets", () => {
+  const spec = { from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00Z", duration: "100m" };
+  const problems = (change: Record<string, unknown>, versions = ["blue", "green"]) => checkShift("batch", { ...spec, ...change }, versions).problems;
+  it("accepts a shift between two versions and returns it", () => {
+    expect(checkShift("batch", spec, ["blue", "green"])).toEqual({ shift: shift("linear"), problems: [] });
+  });
+  it("names the field, the value as written and what is allowed", () => {
+    expect(problems({ to: "red" })).toEqual([{ field: "to", message: "must be a version of batch (versions: blue, green)", value: "red" }]);
+    expect(problems({ to: "blue" })).toEqual([{ field: "to", message: "must differ from from (both are blue)", value: "blue" }]);
+    expect(problems({ policy: "canary" })).toEqual([{ field: "policy", message: "must be linear or atomic", value: "canary" }]);
+    expect(problems({ start: "2026-11-31T10:00:00Z" })).toEqual([{ field: "start", message: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z", value: "2026-11-31T10:00:00Z" }]);
+    expect(problems({ duration: "2 hours" })).toEqual([{ field: "duration", message: "must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d", value: "2 hours" }]);
+    expect(problems({ duration: "59s" })[0]!.field).toBe("duration");
+    expect(problems({ duration: "6d" })[0]!.field).toBe("duration");
+    expect(problems({ duration: "5d" })).toEqual([]);
+    expect(problems({ reversed: "yesterday" })).toEqual([{ field: "reversed", message: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z", value: "yesterday" }]);
+    expect(problems({ reversed: "2026-11-30T11:40:00Z" })).toEqual([
+      { field: "reversed", message: "is not while the shift was in progress (2026-11-30T10:00:00.000Z to 2026-11-30T11:40:00.000Z); only a shift in progress can be reversed", value: "2026-11-30T11:40:00Z" },
+    ]);
+    expect(problems({ reversed: "2026-11-30T11:39:59Z" })).toEqual([]);
+  });
+});
+
 describe("versions of one service", () => {
   const s = shift("linear");
   it("gives a single version everything, and splits several by the shift (others get none)", () => {
     expect(versionWeights("batch", ["v1"], [], at(0))).toEqual({ weights: { v1: 100 } });
     expect(versionWeights("batch", ["blue", "green", "red"], [s], at(25))).toEqual({ weights: { blue: 75, green: 25, red: 0 }, shift: s });
   });
-  it("refuses versions without a shift, an unknown version and overlapping shifts, naming the service", () => {
+  it("refuses versions without a shift, and overlapping shifts, naming the service", () => {
     expect(versionWeights("batch", ["blue", "green"], [], at(0))).toEqual({ problem: "batch has 2 versions (blue, green) but no traffic shift says how to split traffic between them" });
-    expect(versionWeights("batch", ["blue", "red"], [s], at(0))).toEqual({ problem: "shift of batch names version green, which it does not have (versions: blue, red)" });
     const second = shift("atomic", { from: "green", to: "blue", start: at(50) });
     expect(versionWeights("batch", ["blue", "green"], [s, second], at(0))).toEqual({
       problem: "shifts of batch overlap (blue->green from 2026-11-30T10:00:00.000Z, green->blue from 2026-11-30T10:50:00.000Z); one service moves one way at a time",
@@ -126,22 +148,22 @@ describe("shifts in stack config", () => {
   it("routes each version to its own headless Service with the shift's weights at the given instant", () => {
     const config = parseStackConfig(base());
     const batch = buildRoutingTable(config, {}, "stack config", at(40)).production.find((s) => s.name === "batch")!;
-    expect(batch.stacks).toEqual([
-      { version: "blue", service: "batch-blue", weight: 60 },
-      { version: "green", service: "batch-green", weight: 40 },
+    expect(batch.versions).toEqual([
+      { version: "blue", service: "batch-blue", cluster: "default_batch_blue", weight: 60 },
+      { version: "green", service: "batch-green", cluster: "default_batch_green", weight: 40 },
     ]);
     expect(batch.shift).toEqual({ from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00.000Z", duration: "100m" });
   });
 
   const cases: [string, (r: Record<string, unknown>) => Record<string, unknown>, string][] = [
     ["an unknown service", (r) => withValue(r, "shifts", [{ service: "batchh", from: "blue", to: "green", policy: "linear", start: T0.toISOString(), duration: "10m" }]), "envoy-gateways:shifts[0].service: is not a service of this stack (envoy-gateways:services)"],
-    ["an unknown version", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "red", policy: "linear", start: T0.toISOString(), duration: "10m" }]), "envoy-gateways:shifts[0].to: is not a version of batch (versions: blue, green)"],
-    ["a duration under a minute", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "linear", start: T0.toISOString(), duration: "30s" }]), "envoy-gateways:shifts[0]: shift of batch: duration must be from 1 minute to 5 days, written like 90s, 30m, 2h or 5d"],
-    ["a duration over five days", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "linear", start: T0.toISOString(), duration: "6d" }]), "envoy-gateways:shifts[0]: shift of batch: duration must be from 1 minute to 5 days, written like 90s, 30m, 2h or 5d"],
+    ["an unknown version", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "red", policy: "linear", start: T0.toISOString(), duration: "10m" }]), "envoy-gateways:shifts[0].to: must be a version of batch (versions: blue, green)"],
+    ["a duration under a minute", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "linear", start: T0.toISOString(), duration: "30s" }]), "envoy-gateways:shifts[0].duration: must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d"],
+    ["a duration over five days", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "linear", start: T0.toISOString(), duration: "6d" }]), "envoy-gateways:shifts[0].duration: must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d"],
     ["an unknown policy", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "canary", start: T0.toISOString(), duration: "10m" }]), "envoy-gateways:shifts[0].policy: must be linear or atomic"],
     ["a start that is not a time", (r) => withValue(r, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "linear", start: "tomorrow", duration: "10m" }]), "envoy-gateways:shifts[0].start: must be an RFC 3339 time such as 2026-11-30T10:00:00Z"],
-    ["overlapping shifts", (r) => withValue(r, "shifts", [...(r.shifts as object[]), { service: "batch", from: "green", to: "blue", policy: "atomic", start: at(30).toISOString(), duration: "10m" }]), "envoy-gateways:shifts: shifts of batch overlap (from 2026-11-30T10:00:00.000Z and from 2026-11-30T10:30:00.000Z); one service moves one way at a time"],
-    ["a reversal outside the shift", (r) => withValue(r, "shifts", [{ ...(r.shifts as object[])[0]!, reversed: at(120).toISOString() }]), "envoy-gateways:shifts[0]: shift of batch: reversed at 2026-11-30T12:00:00.000Z, when it was not in progress (2026-11-30T10:00:00.000Z to 2026-11-30T11:40:00.000Z); only a shift in progress can be reversed"],
+    ["overlapping shifts", (r) => withValue(r, "shifts", [...(r.shifts as object[]), { service: "batch", from: "green", to: "blue", policy: "atomic", start: at(30).toISOString(), duration: "10m" }]), "envoy-gateways:shifts: shifts of batch overlap (blue->green from 2026-11-30T10:00:00.000Z, green->blue from 2026-11-30T10:30:00.000Z); one service moves one way at a time"],
+    ["a reversal outside the shift", (r) => withValue(r, "shifts", [{ ...(r.shifts as object[])[0]!, reversed: at(120).toISOString() }]), "envoy-gateways:shifts[0].reversed: is not while the shift was in progress (2026-11-30T10:00:00.000Z to 2026-11-30T11:40:00.000Z); only a shift in progress can be reversed"],
     ["versions without a shift", (r) => withValue(r, "shifts", []), "envoy-gateways:services[0].versions: batch has several versions but no shift in envoy-gateways:shifts says how to split its traffic"],
     ["a shift of a service without versions", (r) => withValue(r, "shifts", [{ service: "www", from: "a", to: "b", policy: "linear", start: T0.toISOString(), duration: "10m" }]), "envoy-gateways:shifts[0].service: has no versions to shift between; list them in its versions"],
   ];

@@ -1,12 +1,13 @@
 // What sync-routes prints: the routes added, removed and changed between two states.
 import { describe, expect, it } from "vitest";
-import { report, routeChanges, explainFailure } from "../../route-sync/sync.js";
-import { routesInput } from "../../routing/routes-input.js";
+import { engineErrorLines } from "../../route-sync/stack.js";
+import { report, routeChanges } from "../../route-sync/sync.js";
+import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { stackConfig } from "./fixtures.js";
 
 const config = stackConfig("dev");
-const state = (dev: Record<string, string[]>) => ({ "gateway-routes": routesInput(config, buildRoutingTable(config, dev), "gateway") });
+const state = (dev: Record<string, string[]>) => ({ "gateway-routes": routesView(config, buildRoutingTable(config, dev), "gateway") });
 
 describe("sync-routes report", () => {
   it("lists routes added and removed, by id, with where they go", () => {
@@ -28,6 +29,6 @@ describe("sync-routes report", () => {
 
   it("keeps the engine's error lines of a failed run", () => {
     const stderr = "Updating (dev):\n  pulumi:pulumi:Stack dev running\n  error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)\n";
-    expect(explainFailure({ stderr })).toBe("error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)");
+    expect(engineErrorLines({ stderr })).toBe("error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)");
   });
 });

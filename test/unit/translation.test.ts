@@ -4,13 +4,11 @@ import type { Json } from "../../routing/envoy/types.js";
 import { renderGateway, renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { parseStackConfig } from "../../routing/config/load.js";
-import { minimalRaw, stackConfig, withValue } from "./fixtures.js";
+import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
 const config = stackConfig("prod");
-const table = buildRoutingTable(config, {
-  "pr-7": ["batch", "batch-driver"],
-  "pr-9": [{ name: "web", stacks: [{ version: "blue", service: "web-blue", weight: 90 }, { version: "green", service: "web-green", weight: 10 }] }],
-});
+// Ten minutes into web's shift: blue 90, green 10.
+const table = buildRoutingTable(config, { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(10));
 const [gateway, internal] = renderGateways(config, table);
 
 const routeConfig = (g = gateway!) => g.documents.rds.resources[0] as Json;

@@ -6,13 +6,11 @@ import { translateGateway } from "../../routing/envoy/gateway.js";
 import type { Json } from "../../routing/envoy/types.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { validateGateway } from "../../routing/validation/index.js";
-import { stackConfig } from "./fixtures.js";
+import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
 
 const config = stackConfig("prod");
-const table = buildRoutingTable(config, {
-  "pr-1": ["batch", "batch-driver"],
-  "pr-2": [{ name: "web", stacks: [{ version: "blue", service: "web-blue", weight: 50 }, { version: "green", service: "web-green", weight: 50 }] }],
-});
+// Half way through web's shift: blue 50, green 50.
+const table = buildRoutingTable(config, { "pr-1": ["batch", "batch-driver"], "pr-2": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(50));
 
 function fresh(gateway: "gateway" | "internal-gateway" = "gateway"): GatewayDocuments {
   // A deep copy: the translation shares objects between resources on purpose, a case must break only one place.

@@ -7,14 +7,14 @@ import { translateGateway } from "../../routing/envoy/gateway.js";
 import { parseEnvoyYaml, toXdsYaml } from "../../routing/envoy/xds.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { fiftyNamespaces, syntheticNamespaces } from "../fixtures/namespaces.js";
+import { FIFTY_NAMESPACES_AT, fiftyNamespaces, syntheticNamespaces } from "../fixtures/namespaces.js";
 import { stackConfig } from "./fixtures.js";
 
 const config = stackConfig("prod");
 
 describe("xDS files", () => {
   it("read back (anchors expanded, !ignore dropped) exactly as the documents", () => {
-    const docs = translateGateway(config, buildRoutingTable(config, fiftyNamespaces()), "gateway");
+    const docs = translateGateway(config, buildRoutingTable(config, fiftyNamespaces(), "dev namespaces", FIFTY_NAMESPACES_AT), "gateway");
     for (const doc of [docs.cds, docs.rds]) expect(parseEnvoyYaml(toXdsYaml(doc))).toEqual(JSON.parse(JSON.stringify(doc)));
   });
 

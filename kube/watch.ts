@@ -1,0 +1,56 @@
+// The routed namespaces and Services, kept current by client-node informers
+// (list, then watch from the last resourceVersion; a list again when the
+// server has compacted past it). Their caches answer discovery without
+// another request.
+import * as k8s from "@kubernetes/client-node";
+import type { NamespaceObject, ServiceObject } from "../routing/discovery.js";
+import { describeKubeError, withTimeout } from "./client.js";
+
+export interface RoutedObjectsWatch {
+  /** Resolves once both lists have been read (the caches hold what exists). */
+  synced: Promise<void>;
+  namespaces(): NamespaceObject[];
+  services(): ServiceObject[];
+  stop(): Promise<void>;
+}
+
+export interface WatchCallbacks {
+  /** An object was added, changed or deleted ("namespace pr-1 added"); also for each object of a first list. */
+  onChange(what: string): void;
+  /** A list or watch failed; the informer is started again after `retryMs`. */
+  onError(message: string, retryMs: number): void;
+}
+
+/** Watches the namespaces matching `namespaceSelector` and the Services matching `serviceSelector`, cluster-wide. */
+export function watchRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: string, serviceSelector: string, callbacks: WatchCallbacks): RoutedObjectsWatch {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const watch = new k8s.Watch(kc);
+  const namespaces = new k8s.ListWatch<k8s.V1Namespace>("/api/v1/namespaces", watch, () => core.listNamespace({ labelSelector: namespaceSelector }, withTimeout()), false, namespaceSelector);
+  const services = new k8s.ListWatch<k8s.V1Service>("/api/v1/services", watch, () => core.listServiceForAllNamespaces({ labelSelector: serviceSelector }, withTimeout()), false, serviceSelector);
+  let stopped = false;
+  const follow = <T extends k8s.KubernetesObject>(informer: k8s.ListWatch<T>, kind: string, selector: string): Promise<void> => {
+    let delay = 1000;
+    const name = (o: T) => `${kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+    informer.on(k8s.ADD, (o) => callbacks.onChange(`${name(o)} added`));
+    informer.on(k8s.UPDATE, (o) => callbacks.onChange(`${name(o)} changed`));
+    informer.on(k8s.DELETE, (o) => callbacks.onChange(`${name(o)} deleted`));
+    informer.on(k8s.CONNECT, () => (delay = 1000));
+    informer.on(k8s.ERROR, (e) => {
+      if (stopped) return;
+      callbacks.onError(describeKubeError(kc, `watching ${kind}s labelled ${selector}`, e).message, delay);
+      setTimeout(() => void (stopped || informer.start()), delay).unref();
+      delay = Math.min(delay * 2, 30_000);
+    });
+    return informer.start();
+  };
+  const synced = Promise.all([follow(namespaces, "namespace", namespaceSelector), follow(services, "Service", serviceSelector)]).then(() => undefined);
+  return {
+    synced,
+    namespaces: () => namespaces.list() as NamespaceObject[],
+    services: () => services.list() as ServiceObject[],
+    async stop() {
+      stopped = true;
+      await Promise.all([namespaces.stop(), services.stop()]);
+    },
+  };
+}

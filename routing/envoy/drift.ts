@@ -1,0 +1,61 @@
+// Drift: what an xDS ConfigMap holds against what the routes resource wrote
+// there, by route. The expected documents come from the facts (rendered
+// again at the same instant); the found ones are only compared with them,
+// resource by resource, never turned back into routes.
+import { isDeepStrictEqual } from "node:util";
+import type { RoutingTable } from "../table.js";
+import type { XdsDocuments } from "./gateway.js";
+import type { Json } from "./types.js";
+
+/**
+ * Route id -> what differs for it ("cluster pr-1_batch changed", "route
+ * missing"), plus entries for what the ConfigMap holds that was never
+ * written ("(not written) cluster x"). Empty when every resource matches.
+ */
+export function xdsDrift(table: RoutingTable, expected: XdsDocuments, found: { cds: unknown; rds: unknown }): Record<string, string> {
+  const drift: Record<string, string[]> = {};
+  const note = (id: string, what: string) => (drift[id] ??= []).push(what);
+
+  const foundClusters = byName(resources(found.cds));
+  const expectedClusters = byName(expected.cds.resources);
+  for (const s of [...table.production, ...table.dev]) {
+    for (const v of s.versions) {
+      const f = foundClusters.get(v.cluster);
+      if (!f) note(s.id, `cluster ${v.cluster} missing`);
+      else if (!same(f, expectedClusters.get(v.cluster))) note(s.id, `cluster ${v.cluster} changed`);
+    }
+  }
+  for (const name of foundClusters.keys()) if (!expectedClusters.has(name)) note("(not written)", `cluster ${name}`);
+
+  const foundHosts = byName((resources(found.rds)[0]?.virtual_hosts ?? []) as Json[]);
+  const expectedHosts = byName((expected.rds.resources[0]?.virtual_hosts ?? []) as Json[]);
+  // A production service has a virtual host of its own (named after it); dev/PR services are the routes of one virtual host, in table order.
+  for (const s of table.production) {
+    const f = foundHosts.get(s.name);
+    if (!f) note(s.id, `virtual host ${s.name} missing`);
+    else if (!same(f, expectedHosts.get(s.name))) note(s.id, `virtual host ${s.name} changed`);
+  }
+  const devHostName = [...expectedHosts.keys()].find((name) => !table.production.some((s) => s.name === name));
+  const expectedDev = ((devHostName ? expectedHosts.get(devHostName)?.routes : undefined) ?? []) as Json[];
+  const foundDev = ((devHostName ? foundHosts.get(devHostName)?.routes : undefined) ?? []) as Json[];
+  table.dev.forEach((s, i) => {
+    if (!foundDev.some((r) => same(r, expectedDev[i]))) note(s.id, "route missing or changed");
+  });
+  for (const r of foundDev) if (!expectedDev.some((e) => same(e, r))) note("(not written)", `route ${JSON.stringify(r.match)}`);
+  for (const name of foundHosts.keys()) if (!expectedHosts.has(name)) note("(not written)", `virtual host ${name}`);
+
+  return Object.fromEntries(Object.entries(drift).map(([id, what]) => [id, what.join("; ")]));
+}
+
+function resources(doc: unknown): Json[] {
+  const list = (doc as { resources?: unknown } | null | undefined)?.resources;
+  return Array.isArray(list) ? (list.filter((r) => r && typeof r === "object") as Json[]) : [];
+}
+
+function byName(list: readonly Json[]): Map<string, Json> {
+  return new Map(list.filter((r) => typeof r.name === "string").map((r) => [r.name as string, r]));
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return isDeepStrictEqual(a, b);
+}

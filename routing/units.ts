@@ -1,0 +1,56 @@
+// Durations and digests, one way each, wherever they are written: stack
+// config (250ms, 5s, 10m, 1h), traffic shifts (90s, 30m, 2h, 5d), CLI flags
+// (500ms, 2s); the digests of ConfigMap data and xDS versions.
+import { createHash } from "node:crypto";
+
+export type DurationUnit = "ms" | "s" | "m" | "h" | "d";
+
+const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A whole number and one unit ("500ms", "90s", "2h") in milliseconds, or
+ * undefined when `text` is not such a duration in one of `units`.
+ */
+export function parseDuration(text: string, units: readonly DurationUnit[] = ["ms", "s", "m", "h", "d"]): number | undefined {
+  const m = /^(\d{1,12})(ms|s|m|h|d)$/.exec(text);
+  if (!m || !units.includes(m[2] as DurationUnit)) return undefined;
+  return Number(m[1]) * UNIT_MS[m[2] as DurationUnit];
+}
+
+/** Milliseconds written with the largest unit that divides them exactly (`units` in descending size). */
+export function formatDuration(ms: number, units: readonly DurationUnit[] = ["d", "h", "m", "s", "ms"]): string {
+  for (const unit of units) if (ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
+  return `${ms}ms`;
+}
+
+/** sha256 (hex) of the parts, one after the other. */
+function sha256(...parts: string[]): string {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part);
+  return hash.digest("hex");
+}
+
+/** The digest of key/value data (ConfigMap data), independent of key order. */
+export function dataDigest(data: Readonly<Record<string, string>>): string {
+  return sha256(...Object.keys(data).sort().flatMap((key) => [key, "\0", data[key]!, "\0"]));
+}
+
+/** A short digest of a JSON value: same content, same version. */
+export function contentVersion(value: unknown): string {
+  return sha256(JSON.stringify(value)).slice(0, 16);
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+/** An RFC 3339 time ("2026-11-30T10:00:00Z", "...+01:00"), or undefined: no day past the month's end, no hour 24. */
+export function parseTime(text: unknown): Date | undefined {
+  if (typeof text !== "string") return undefined;
+  const m = RFC3339.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return undefined;
+  const t = new Date(text);
+  return Number.isNaN(t.getTime()) ? undefined : t;
+}
