@@ -8,8 +8,8 @@ import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 export function lockHolder(e: unknown): string | undefined {
   if (!(e instanceof ConcurrentUpdateError) && !/the stack is currently locked|Another update is currently in progress/.test(String((e as { stderr?: string })?.stderr ?? ""))) return undefined;
   const text = String((e as { stderr?: string }).stderr ?? (e as Error).message);
-  const holders = [...text.matchAll(/created by (\S+) \(pid (\d+)\) at (\S+)/g)].map((m) => `${m[1]} (pid ${m[2]}) since ${m[3]}`);
-  return holders.length ? holders.join(", ") : "another update (the backend does not say whose)";
+  const holders = new Set([...text.matchAll(/created by (\S+) \(pid (\d+)\) at (\S+)/g)].map((m) => `${m[1]} (pid ${m[2]}) since ${m[3]}`));
+  return holders.size ? [...holders].join(", ") : "another update (the backend does not say whose)";
 }
 
 export interface LockWait {

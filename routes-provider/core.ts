@@ -165,14 +165,16 @@ export async function readRoutes(state: RoutesOutputs): Promise<RoutesOutputs | 
   const { drift: _, ...clean } = state;
   if (found === state.dataDigest) return clean;
   const expected = renderRoutes(state, new Date(state.renderedAt));
+  const unreadable: Record<string, string> = {};
   const parse = (file: string): unknown => {
     try {
       return parseEnvoyYaml(current.data[file] ?? "");
-    } catch {
+    } catch (e) {
+      unreadable[`(${file})`] = `cannot be read as Envoy reads it, so Envoy keeps what it loaded last: ${(e as Error).message.split("\n")[0]}`;
       return undefined;
     }
   };
-  const drift = xdsDrift(expected.table, expected.files.documents, { cds: parse("cds.yaml"), rds: parse("rds.yaml") });
+  const drift = { ...xdsDrift(expected.table, expected.files.documents, { cds: parse("cds.yaml"), rds: parse("rds.yaml") }), ...unreadable };
   return { ...clean, dataDigest: found, drift: Object.keys(drift).length ? drift : { "(files)": "the ConfigMap's files were rewritten with the same routes" } };
 }
 

@@ -32,7 +32,7 @@ export interface ParseOptions {
 export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config", options: ParseOptions = {}): StackConfig {
   const { [KUBECONFIG_KEY]: _kubeconfig, ...rest } = raw;
   const { data, problems } = checked(stackConfigSchema, rest, options);
-  problems.push(...kubeconfigProblems(raw));
+  problems.push(...kubeconfigProblems(raw), ...secretValueProblems(rest, options));
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
 }
@@ -50,6 +50,21 @@ export function parseRoutingConfig(raw: unknown, subject = "routes resource conf
 export function kubeconfigOf(raw: Record<string, unknown>): string | undefined {
   const value = raw[KUBECONFIG_KEY];
   return typeof value === "string" && value.length > 0 ? value : undefined;
+}
+
+/**
+ * Only the kubeconfig may be a secret: every other value this program reads
+ * ends up, in plain text, in what it renders (ConfigMaps, Deployments, the
+ * routes resources' inputs), and so in the stack's state.
+ */
+function secretValueProblems(raw: Record<string, unknown>, options: ParseOptions): Problem[] {
+  const known = new Set(Object.keys((unwrap(stackConfigSchema) as { def: { shape: Record<string, unknown> } }).def.shape));
+  return [...(options.secretKeys ?? [])]
+    .filter((k) => k !== KUBECONFIG_KEY && k in raw && known.has(k))
+    .map((k) => ({
+      key: configKey([k]),
+      message: "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
+    }));
 }
 
 function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {

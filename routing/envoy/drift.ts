@@ -11,12 +11,20 @@ import type { Json } from "./types.js";
  * Route id -> what differs for it ("cluster pr-1_batch changed", "route
  * missing"), plus entries for what the ConfigMap holds that was never
  * written ("(not written) cluster x"). Empty when every resource matches.
+ * A file that could not be read (undefined) is not compared.
  */
 export function xdsDrift(table: RoutingTable, expected: XdsDocuments, found: { cds: unknown; rds: unknown }): Record<string, string> {
   const drift: Record<string, string[]> = {};
   const note = (id: string, what: string) => (drift[id] ??= []).push(what);
+  if (found.cds !== undefined) clusterDrift(table, expected, found.cds, note);
+  if (found.rds !== undefined) routeDrift(table, expected, found.rds, note);
+  return Object.fromEntries(Object.entries(drift).map(([id, what]) => [id, what.join("; ")]));
+}
 
-  const foundClusters = byName(resources(found.cds));
+type Note = (id: string, what: string) => void;
+
+function clusterDrift(table: RoutingTable, expected: XdsDocuments, found: unknown, note: Note): void {
+  const foundClusters = byName(resources(found));
   const expectedClusters = byName(expected.cds.resources);
   for (const s of [...table.production, ...table.dev]) {
     for (const v of s.versions) {
@@ -26,8 +34,10 @@ export function xdsDrift(table: RoutingTable, expected: XdsDocuments, found: { c
     }
   }
   for (const name of foundClusters.keys()) if (!expectedClusters.has(name)) note("(not written)", `cluster ${name}`);
+}
 
-  const foundHosts = byName((resources(found.rds)[0]?.virtual_hosts ?? []) as Json[]);
+function routeDrift(table: RoutingTable, expected: XdsDocuments, found: unknown, note: Note): void {
+  const foundHosts = byName((resources(found)[0]?.virtual_hosts ?? []) as Json[]);
   const expectedHosts = byName((expected.rds.resources[0]?.virtual_hosts ?? []) as Json[]);
   // A production service has a virtual host of its own (named after it); dev/PR services are the routes of one virtual host, in table order.
   for (const s of table.production) {
@@ -43,8 +53,6 @@ export function xdsDrift(table: RoutingTable, expected: XdsDocuments, found: { c
   });
   for (const r of foundDev) if (!expectedDev.some((e) => same(e, r))) note("(not written)", `route ${JSON.stringify(r.match)}`);
   for (const name of foundHosts.keys()) if (!expectedHosts.has(name)) note("(not written)", `virtual host ${name}`);
-
-  return Object.fromEntries(Object.entries(drift).map(([id, what]) => [id, what.join("; ")]));
 }
 
 function resources(doc: unknown): Json[] {

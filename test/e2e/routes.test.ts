@@ -98,15 +98,20 @@ describe("sync-routes", () => {
     expect(again.code, again.stdout + again.stderr).toBe(0);
   });
 
-  it("`pulumi refresh` reports an out-of-band edit of the ConfigMap and `pulumi up` repairs it", async () => {
+  it("`pulumi refresh` reports an out-of-band edit of the ConfigMap by the routes it changes, and `pulumi up` repairs it", async () => {
     const good = await xds();
-    const edited = good["rds.yaml"]!.split("\n").filter((l) => !l.includes(routeOf("pr-e2e-2", "ci"))).join("\n");
-    await stack.core().patchNamespacedConfigMap({ name: "gateway-xds", namespace: "default", body: { data: { "rds.yaml": edited } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    const edited = good["cds.yaml"]!.replace("ci.pr-e2e-2.svc.cluster.local", "ci.elsewhere.example.org");
+    expect(edited).not.toBe(good["cds.yaml"]);
+    await stack.core().patchNamespacedConfigMap({ name: "gateway-xds", namespace: "default", body: { data: { "cds.yaml": edited } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
     const refresh = await stack.ws.ok(["refresh", "--yes", "--skip-preview", "--diff"], 300_000);
     expect(refresh.stdout).toMatch(/~ pulumi-nodejs:dynamic\/envoy-gateways:Routes: \(update\)[\s\S]*gateway-routes/);
-    expect(refresh.stdout).toMatch(/- pr-e2e-2\/ci/);
+    expect(refresh.stdout).toMatch(/\+ drift\s*: \{\s*\+ pr-e2e-2\/ci: "cluster pr-e2e-2_ci changed"\s*\}/);
+    const preview = await stack.ws.ok(["preview", "--diff"], 300_000);
+    expect(preview.stdout).toMatch(/Resources:\s+~ 1 to update/);
     await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
     expect(await xds()).toEqual(good);
+    const again = await stack.ws.run(["preview", "--expect-no-changes"], 300_000);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
   });
 
   it("fails with a clear error and changes nothing for a user without the rights", async () => {

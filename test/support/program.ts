@@ -4,7 +4,7 @@
 // (kubeconfig as a secret, skipAwait since no kubelet runs pods).
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import type { LocalCluster } from "./cluster.js";
@@ -47,6 +47,16 @@ export class ProgramStack {
     await ws.setConfig("envoy-gateways:skipAwait", "true");
     await ws.setConfig("envoy-gateways:kubeconfig", readFileSync(options.kubeconfig ?? cluster.kubeconfig, "utf8"), true);
     return new ProgramStack(ws, cluster);
+  }
+
+  /**
+   * The same stack from another checkout at another path, sharing the
+   * backend, selected there as a user would (dispose it with `ws.dispose()`).
+   */
+  async anotherCheckout(): Promise<ProgramStack> {
+    const ws = this.ws.anotherCheckout();
+    await ws.ok(["stack", "select", ws.stack]);
+    return new ProgramStack(ws, this.cluster);
   }
 
   /** Starts one of the project's scripts (scripts/<name>.ts) against this stack, with the engine's environment. */
@@ -99,7 +109,8 @@ export class ProgramStack {
         if (e.code !== 404) throw e;
       });
     }
-    await this.ws.run(["destroy", "--yes", "--stack", this.ws.stack], 300_000);
+    // A checkout deleted on purpose (another one destroyed the stack).
+    if (existsSync(this.ws.programDir)) await this.ws.run(["destroy", "--yes", "--stack", this.ws.stack], 300_000);
     await this.ws.dispose();
   }
 }

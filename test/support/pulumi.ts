@@ -1,7 +1,7 @@
 // Runs the real pulumi CLI (with the cached Node language host and Kubernetes
 // provider) against a program, with a local file backend in a temporary directory.
-import { spawn } from "node:child_process";
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -27,6 +27,10 @@ export interface PulumiWorkspaceOptions {
   passphrase?: string;
   /** Extra environment variables for every pulumi command. */
   env?: Record<string, string>;
+  /** The file backend of another workspace (another checkout of the same stack); default a new one. */
+  backendDir?: string;
+  /** Copy the stack files (Pulumi.<stack>.yaml) too, as a second clone of a repository that has them. */
+  keepStackFiles?: boolean;
 }
 
 export class PulumiWorkspace {
@@ -35,18 +39,25 @@ export class PulumiWorkspace {
   readonly stack: string;
   /** The copy of the program the commands run in. */
   readonly programDir: string;
+  /** The file backend (shared by other checkouts made with anotherCheckout()). */
+  readonly backendDir: string;
+  /** TMPDIR of every command (the engine, the program, the providers). */
+  readonly tmpDir: string;
   readonly env: Record<string, string>;
+  private readonly ownsBackend: boolean;
 
-  constructor(options: PulumiWorkspaceOptions) {
+  constructor(private readonly options: PulumiWorkspaceOptions) {
     const c = requireComponents();
     this.stack = options.stack ?? "test";
     this.dir = mkdtempSync(join(tmpdir(), "eg-pulumi-"));
-    mkdirSync(join(this.dir, "backend"));
+    this.ownsBackend = options.backendDir === undefined;
+    this.backendDir = options.backendDir ?? join(this.dir, "backend");
+    mkdirSync(this.backendDir, { recursive: true });
+    this.tmpDir = join(this.dir, "tmp");
+    mkdirSync(this.tmpDir);
     this.programDir = join(this.dir, "program");
-    cpSync(options.programDir, this.programDir, {
-      recursive: true,
-      filter: (src) => !/[\\/](node_modules|Pulumi\.[^\\/]+\.yaml)$/.test(src),
-    });
+    const skip = options.keepStackFiles ? /[\\/]node_modules$/ : /[\\/](node_modules|Pulumi\.[^\\/]+\.yaml)$/;
+    cpSync(options.programDir, this.programDir, { recursive: true, filter: (src) => !skip.test(src) });
     symlinkSync(join(repoRoot, "node_modules"), join(this.programDir, "node_modules"), "dir");
     const path = [
       dirname(process.execPath), // the Node 22 running the tests runs the program too
@@ -58,7 +69,8 @@ export class PulumiWorkspace {
       ...stringEnv(process.env),
       PATH: path,
       PULUMI_HOME: c.pulumiHome,
-      PULUMI_BACKEND_URL: `file://${join(this.dir, "backend")}`,
+      PULUMI_BACKEND_URL: `file://${this.backendDir}`,
+      TMPDIR: this.tmpDir,
       PULUMI_CONFIG_PASSPHRASE: options.passphrase ?? "envoy-gateways-test",
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
       PULUMI_SKIP_UPDATE_CHECK: "1",
@@ -68,6 +80,19 @@ export class PulumiWorkspace {
     };
     delete this.env.PULUMI_CONFIG_PASSPHRASE_FILE;
     delete this.env.PULUMI_ACCESS_TOKEN;
+  }
+
+  /**
+   * A checkout of the same program at another path, sharing this stack's
+   * backend (and its stack file): a CI runner next to a laptop.
+   */
+  anotherCheckout(): PulumiWorkspace {
+    return new PulumiWorkspace({ ...this.options, programDir: this.programDir, stack: this.stack, backendDir: this.backendDir, keepStackFiles: true });
+  }
+
+  /** Starts `pulumi ARGS` in the program directory and returns the process (the caller waits for it). */
+  spawn(args: string[]): ChildProcessWithoutNullStreams {
+    return spawn(requireComponents().pulumi, ["--non-interactive", "--color", "never", ...args], { cwd: this.programDir, env: this.env, stdio: ["pipe", "pipe", "pipe"] });
   }
 
   /** Runs `pulumi ARGS` in the program directory; never throws on a non-zero exit. */
@@ -146,9 +171,9 @@ export class PulumiWorkspace {
     return launcher;
   }
 
-  /** Removes the stack (if still there) and the temporary directory. */
+  /** Removes the stack (if still there, and this workspace made its backend) and the temporary directory. */
   async dispose(): Promise<void> {
-    await this.run(["stack", "rm", "--stack", this.stack, "--yes", "--force"]);
+    if (this.ownsBackend && existsSync(this.programDir)) await this.run(["stack", "rm", "--stack", this.stack, "--yes", "--force"]);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -110,6 +110,25 @@ describe("stack config", () => {
     expect(problems, "only the broken key is reported").toHaveLength(1);
   });
 
+  it("refuses any secret but the kubeconfig, and never shows a secret value, even under a misspelt key", () => {
+    const raw = { ...minimalRaw(), domain: "s3cr3t-domain.org", kubeconfg: "token: s3cr3t-t0ken", kubeconfig: "token: s3cr3t-k" };
+    let message = "";
+    try {
+      parseStackConfig(raw, "stack config", { secretKeys: new Set(["domain", "kubeconfg", "kubeconfig"]) });
+    } catch (e) {
+      message = (e as InputError).message;
+    }
+    expect(message).toContain("envoy-gateways:domain: is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text");
+    expect(message).toMatch(/envoy-gateways:kubeconfg: unknown key; allowed: domain, .* \(value not shown: it is a secret\)/);
+    expect(message).not.toContain("s3cr3t");
+    expect((message.match(/^ {2}- /gm) ?? []).length).toBe(2);
+  });
+
+  it("keeps the kubeconfig out of the stack config", () => {
+    const config = parseStackConfig({ ...minimalRaw(), kubeconfig: "apiVersion: v1" }, "stack config", { secretKeys: new Set(["kubeconfig"]) });
+    expect(JSON.stringify(config)).not.toContain("apiVersion");
+  });
+
   it("has at least 30 bad-input cases", () => {
     expect(cases.length).toBeGreaterThanOrEqual(30);
   });

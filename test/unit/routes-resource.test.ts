@@ -144,4 +144,10 @@ describe("drift", () => {
       "(not written)": "cluster pr-14_web_red",
     });
   });
+
+  it("compares only the files it could read", () => {
+    const data = rendered.files.xds;
+    const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org");
+    expect(xdsDrift(rendered.table, rendered.files.documents, { cds: parseEnvoyYaml(cds), rds: undefined })).toEqual({ "pr-12/batch": "cluster pr-12_batch changed" });
+  });
 });
