@@ -4,7 +4,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayName, GatewaySettings } from "../routing/config/schema.js";
 import { POD_PATHS, POD_PORTS } from "../routing/envoy/types.js";
-import { LABEL, MANAGED_BY } from "../routing/labels.js";
+import { gatewayPodLabels, LABEL, MANAGED_BY } from "../routing/labels.js";
 import type { GatewayFiles } from "../routing/render.js";
 import { dataDigest } from "../routing/units.js";
 
@@ -71,9 +71,7 @@ export function gatewayLabels(gateway: string): Record<string, string> {
   return { [LABEL.app]: gateway, [LABEL.component]: "gateway", [LABEL.managedBy]: MANAGED_BY };
 }
 
-function podLabels(gateway: string): Record<string, string> {
-  return { [LABEL.app]: gateway, [LABEL.component]: "gateway" };
-}
+const podLabels = gatewayPodLabels;
 
 /** Checksum of the bootstrap: part of the pod template, so a bootstrap change rolls the pods; xDS changes do not. */
 export function bootstrapChecksum(files: GatewayFiles): string {

@@ -1,6 +1,8 @@
 // The least privilege for the identity that syncs routes (CI's `sync-routes`):
 // list and watch namespaces and Services cluster-wide (discovery), get and
-// patch only the gateways' xDS ConfigMaps (the routes resource).
+// patch only the gateways' xDS ConfigMaps (the routes resource), and list and
+// patch pods in the gateways' namespace (the annotation that makes the
+// kubelet project a changed ConfigMap at once).
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { LABEL, MANAGED_BY } from "../routing/labels.js";
@@ -40,7 +42,11 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
       `${name}-write`,
       {
         metadata: { name: "envoy-gateways-route-sync-write", namespace: args.namespace, labels },
-        rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: args.configMaps, verbs: ["get", "patch"] }],
+        rules: [
+          { apiGroups: [""], resources: ["configmaps"], resourceNames: args.configMaps, verbs: ["get", "patch"] },
+          // After a write, the gateway pods get the new digest as an annotation, so their kubelets project the files at once.
+          { apiGroups: [""], resources: ["pods"], verbs: ["list", "patch"] },
+        ],
       },
       child,
     );

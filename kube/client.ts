@@ -132,3 +132,42 @@ export async function applyConfigMapData(
     throw describeKubeError(kc, `writing ConfigMap ${namespace}/${name}`, e);
   }
 }
+
+/**
+ * Sets `annotations` on every pod matching `labelSelector` in `namespace`
+ * (one list, one merge patch per pod whose annotations differ). A pod update
+ * makes its kubelet sync the pod at once, which projects changed ConfigMap
+ * volumes then instead of at its next periodic sync (up to a minute or more).
+ * Returns how many pods were patched.
+ */
+export async function annotatePods(kc: k8s.KubeConfig, namespace: string, labelSelector: string, annotations: Record<string, string>): Promise<number> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  let pods: k8s.V1PodList;
+  try {
+    pods = await core.listNamespacedPod({ namespace, labelSelector }, withTimeout());
+  } catch (e) {
+    throw describeKubeError(kc, `listing pods labelled ${labelSelector} in ${namespace}`, e);
+  }
+  let patched = 0;
+  for (const pod of pods.items) {
+    const name = pod.metadata?.name;
+    if (!name || pod.metadata?.deletionTimestamp) continue;
+    if (Object.entries(annotations).every(([k, v]) => pod.metadata?.annotations?.[k] === v)) continue;
+    try {
+      await core.patchNamespacedPod({ name, namespace, body: { metadata: { annotations } } }, withTimeout(k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch)));
+      patched++;
+    } catch (e) {
+      // A pod deleted meanwhile needs nothing; anything else is a failure.
+      if (e instanceof k8s.ApiException && e.code === 404) continue;
+      throw describeKubeError(kc, `annotating pod ${namespace}/${name}`, e);
+    }
+  }
+  return patched;
+}
+
+/** An equality label selector for a set of labels ("a=b,c=d"). */
+export function labelSelector(labels: Record<string, string>): string {
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+}

@@ -9,6 +9,8 @@ import { describeKubeError, withTimeout } from "./client.js";
 export interface RoutedObjectsWatch {
   /** Resolves once both lists have been read (the caches hold what exists). */
   synced: Promise<void>;
+  /** True once both lists have been read: before that the caches say nothing (not "nothing is routed"). */
+  ready(): boolean;
   namespaces(): NamespaceObject[];
   services(): ServiceObject[];
   stop(): Promise<void>;
@@ -28,9 +30,16 @@ export function watchRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: string
   const namespaces = new k8s.ListWatch<k8s.V1Namespace>("/api/v1/namespaces", watch, () => core.listNamespace({ labelSelector: namespaceSelector }, withTimeout()), false, namespaceSelector);
   const services = new k8s.ListWatch<k8s.V1Service>("/api/v1/services", watch, () => core.listServiceForAllNamespaces({ labelSelector: serviceSelector }, withTimeout()), false, serviceSelector);
   let stopped = false;
-  const follow = <T extends k8s.KubernetesObject>(informer: k8s.ListWatch<T>, kind: string, selector: string): Promise<void> => {
+  const ready = () => namespaces.latestResourceVersion() !== "" && services.latestResourceVersion() !== "";
+  let markSynced!: () => void;
+  const synced = new Promise<void>((resolve) => (markSynced = resolve));
+  const checkSynced = () => {
+    if (ready()) markSynced();
+  };
+  const follow = <T extends k8s.KubernetesObject>(informer: k8s.ListWatch<T>, kind: string, selector: string): void => {
     let delay = 1000;
     const name = (o: T) => `${kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+    const start = () => void informer.start().then(checkSynced);
     informer.on(k8s.ADD, (o) => callbacks.onChange(`${name(o)} added`));
     informer.on(k8s.UPDATE, (o) => callbacks.onChange(`${name(o)} changed`));
     informer.on(k8s.DELETE, (o) => callbacks.onChange(`${name(o)} deleted`));
@@ -38,14 +47,16 @@ export function watchRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: string
     informer.on(k8s.ERROR, (e) => {
       if (stopped) return;
       callbacks.onError(describeKubeError(kc, `watching ${kind}s labelled ${selector}`, e).message, delay);
-      setTimeout(() => void (stopped || informer.start()), delay).unref();
+      setTimeout(() => void (stopped || start()), delay).unref();
       delay = Math.min(delay * 2, 30_000);
     });
-    return informer.start();
+    start();
   };
-  const synced = Promise.all([follow(namespaces, "namespace", namespaceSelector), follow(services, "Service", serviceSelector)]).then(() => undefined);
+  follow(namespaces, "namespace", namespaceSelector);
+  follow(services, "Service", serviceSelector);
   return {
     synced,
+    ready,
     namespaces: () => namespaces.list() as NamespaceObject[],
     services: () => services.list() as ServiceObject[],
     async stop() {

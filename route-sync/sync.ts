@@ -1,34 +1,69 @@
-// sync-routes: one sync of the routes resources with the cluster's dev/PR
-// namespaces, through a targeted update of the stack (the same engine,
-// program and state as `pulumi up`). Used by CI after it creates or deletes a
-// dev/PR namespace, and by the watcher (watch.ts) after each burst of changes.
+// sync-routes: the routes resources in step with the cluster's dev/PR
+// namespaces, in two steps.
+//
+//  1. Live: discover the namespaces (two list requests, or the watcher's
+//     informer caches), and compare what the routes resources would be given
+//     with what the stack's state holds. Nothing to change: done, no engine
+//     run, no lock, no history entry. Otherwise write each changed gateway's
+//     ConfigMap right away through the routes provider's own writeRoutes (the
+//     same validated render, the same field manager; the gateway pods are
+//     told, so their kubelets project it at once).
+//  2. Record: a targeted update of the routes resources through the Pulumi
+//     Automation API (the same engine, program and state as `pulumi up`),
+//     given what step 1 discovered and wrote (snapshot.ts), once the stack is
+//     not locked by another update. The state then matches the ConfigMaps.
+//
+// A failure leaves the ConfigMaps as they were (step 1 renders and validates
+// everything before it writes) or says that only the record step failed.
+import { isDeepStrictEqual } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
+import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
+import { factsOf, renderRoutes, writeRoutes, type RoutesFacts } from "../routes-provider/core.js";
+import { routingConfig, type StackConfig } from "../routing/config/schema.js";
+import { discoverRoutes, ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
 import { routeTarget, type RoutesView } from "../routing/routes-view.js";
 import { isMoving, shiftFromSpec } from "../routing/shifts.js";
+import type { DevNamespaces } from "../routing/table.js";
+import { dataDigest } from "../routing/units.js";
 import { whenUnlocked, type LockWait } from "./lock.js";
-import { routesInState, type RoutesResourceState } from "./stack.js";
+import { writeSnapshot, type SyncSnapshot } from "./snapshot.js";
+import { routesInState, stackConfigOf, type RoutesResourceState } from "./stack.js";
 
-/** Routes per routes resource (<gateway>-routes), as the stack's state holds them. */
+/** Routes per routes resource (<gateway>-routes). */
 export type SyncedRoutes = Record<string, RoutesView>;
 
-export interface SyncResult {
+export interface RouteChanges {
   added: string[];
   removed: string[];
   changed: string[];
-  seconds: number;
+}
+
+export interface SyncResult extends RouteChanges {
+  /** Nothing to change: no ConfigMap written, no engine run. */
+  unchanged: boolean;
+  /** Seconds until the ConfigMaps held the routes (the whole sync when unchanged). */
+  liveSeconds: number;
+  /** Seconds until the state recorded them (undefined: no engine run). */
+  recordedSeconds?: number;
+}
+
+/** The stack config sync-routes works with: the routing config and the kubeconfig to write with. */
+export interface SyncConfig {
+  config: StackConfig;
+  kubeconfig?: string;
 }
 
 export function syncedRoutes(state: readonly RoutesResourceState[]): SyncedRoutes {
   return Object.fromEntries(state.map((r) => [r.name, r.outputs.routes ?? {}]));
 }
 
-/** True while any route's traffic shift is still moving its weights (the watcher then re-syncs on a timer). */
+/** True while any route's traffic shift is still moving its weights (the watcher then re-renders on a timer). */
 export function shiftsMoving(routes: SyncedRoutes, now: Date): boolean {
   return Object.values(routes).some((view) => Object.values(view).some((r) => r.shift !== undefined && isMoving(shiftFromSpec(r.service, r.shift), now)));
 }
 
 /** Lines describing what changed between two states of the routes resources. */
-export function routeChanges(before: SyncedRoutes, after: SyncedRoutes): Omit<SyncResult, "seconds"> {
+export function routeChanges(before: SyncedRoutes, after: SyncedRoutes): RouteChanges {
   const describe = (resource: string, id: string, view: RoutesView) => `${id} on ${resource.replace(/-routes$/, "")}: ${view[id]!.match} -> ${routeTarget(view[id]!)}`;
   const added: string[] = [];
   const removed: string[] = [];
@@ -38,11 +73,73 @@ export function routeChanges(before: SyncedRoutes, after: SyncedRoutes): Omit<Sy
     const a = after[resource] ?? {};
     for (const id of Object.keys(a).sort()) {
       if (!(id in b)) added.push(describe(resource, id, a));
-      else if (JSON.stringify(a[id]) !== JSON.stringify(b[id])) changed.push(describe(resource, id, a));
+      else if (!isDeepStrictEqual(a[id], b[id])) changed.push(describe(resource, id, a));
     }
     for (const id of Object.keys(b).sort()) if (!(id in a)) removed.push(describe(resource, id, b));
   }
   return { added, removed, changed };
+}
+
+/** What one routes resource would be given now, and what that renders. */
+export interface PlannedResource {
+  /** The resource as the state holds it. */
+  state: RoutesResourceState;
+  facts: RoutesFacts;
+  routes: RoutesView;
+  digest: string;
+}
+
+/**
+ * What each routes resource would be given by the program now: its wiring
+ * (gateway, ConfigMap) from the state, the routing part of the current stack
+ * config, and the discovered dev/PR namespaces, rendered at `now`.
+ */
+export function plan(state: readonly RoutesResourceState[], sync: SyncConfig, devNamespaces: DevNamespaces, now: Date): PlannedResource[] {
+  const config = routingConfig(sync.config);
+  return state.map((r) => {
+    const facts: RoutesFacts = {
+      gateway: r.outputs.gateway,
+      namespace: r.outputs.namespace,
+      configMap: r.outputs.configMap,
+      config,
+      devNamespaces,
+      ...(sync.kubeconfig !== undefined ? { kubeconfig: sync.kubeconfig } : {}),
+    };
+    const rendered = renderRoutes(facts, now);
+    return { state: r, facts, routes: rendered.routes, digest: dataDigest(rendered.files.xds) };
+  });
+}
+
+/** True when the resource's state already holds these facts, routes and files. */
+export function recorded(p: PlannedResource): boolean {
+  const o = p.state.outputs;
+  return o.devNamespaces !== undefined && isDeepStrictEqual(factsOf(o), p.facts) && isDeepStrictEqual(o.routes, p.routes) && o.dataDigest === p.digest && o.drift === undefined;
+}
+
+/** Discovery as the program does it: the routed namespaces and Services, two list requests. */
+export async function discover(sync: SyncConfig): Promise<Discovered> {
+  const listed = await listRoutedObjects(loadKubeConfig(sync.kubeconfig), sync.config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
+  return discoverRoutes(listed.namespaces, listed.services, sync.config.namespace);
+}
+
+/**
+ * Step 1's write: each planned resource whose ConfigMap does not hold its
+ * files yet (by `written`: digests known to be in place) gets them. Returns
+ * the snapshot the record step needs.
+ */
+export async function writeLive(planned: readonly PlannedResource[], devNamespaces: DevNamespaces, now: Date, written: Readonly<Record<string, string>> = {}): Promise<SyncSnapshot> {
+  const snapshot: SyncSnapshot = { devNamespaces, renderedAt: now.toISOString(), written: {} };
+  for (const p of planned) {
+    if (written[p.state.name] !== p.digest) {
+      try {
+        await writeRoutes(p.facts, now, {});
+      } catch (e) {
+        throw new Error(`writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`);
+      }
+    }
+    snapshot.written[p.facts.gateway] = p.digest;
+  }
+  return snapshot;
 }
 
 export interface SyncOptions {
@@ -53,22 +150,49 @@ export interface SyncOptions {
 }
 
 /**
- * One sync: the program runs (discovering the cluster's dev/PR namespaces)
- * and only the routes resources are updated, once the stack is not locked by
- * another update. Throws with the engine's message when anything fails; the
- * ConfigMaps then keep their content.
+ * Step 2: the engine records `snapshot` in the routes resources' state (a
+ * targeted update, once the stack is not locked), and returns the state
+ * after it.
  */
+export async function record(stack: Stack, state: readonly RoutesResourceState[], snapshot: SyncSnapshot, options: SyncOptions): Promise<RoutesResourceState[]> {
+  const file = writeSnapshot(snapshot);
+  const env = stack.workspace.envVars;
+  try {
+    Object.assign(env, file.env);
+    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never" }), { ...options.lock, log: options.log });
+  } catch (e) {
+    throw Object.assign(new Error(`the ConfigMaps hold the new routes, but recording them in the stack's state failed (the next sync or \`pulumi up\` records them): ${(e as Error).message}`), { stderr: (e as { stderr?: string }).stderr });
+  } finally {
+    for (const k of Object.keys(file.env)) delete env[k];
+    file.remove();
+  }
+  return routesInState(stack);
+}
+
+/** One sync, as CI runs it after it creates or deletes a dev/PR namespace. */
 export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<SyncResult> {
   const start = Date.now();
-  const before = await routesInState(stack);
-  if (before.length === 0) throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
-  await whenUnlocked(() => stack.up({ target: before.map((r) => r.urn), color: "never" }), { ...options.lock, log: options.log });
-  const after = await routesInState(stack);
-  return { ...routeChanges(syncedRoutes(before), syncedRoutes(after)), seconds: (Date.now() - start) / 1000 };
+  const seconds = () => (Date.now() - start) / 1000;
+  const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
+  if (state.length === 0) throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
+  const found = await discover(sync);
+  for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
+  const now = new Date();
+  const planned = plan(state, sync, found.devNamespaces, now);
+  const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.routes])));
+  if (planned.every(recorded)) return { ...changes, unchanged: true, liveSeconds: seconds() };
+  const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
+  const snapshot = await writeLive(planned, found.devNamespaces, now, inState);
+  const liveSeconds = seconds();
+  await record(stack, state, snapshot, options);
+  return { ...changes, unchanged: false, liveSeconds, recordedSeconds: seconds() };
 }
 
 export function report(r: SyncResult): string[] {
   const lines = [...r.added.map((l) => `+ ${l}`), ...r.removed.map((l) => `- ${l}`), ...r.changed.map((l) => `~ ${l}`)];
-  lines.push(`synced in ${r.seconds.toFixed(1)}s: ${r.added.length} added, ${r.removed.length} removed, ${r.changed.length} changed`);
+  const counts = `${r.added.length} added, ${r.removed.length} removed, ${r.changed.length} changed`;
+  if (r.unchanged) lines.push(`nothing to change (${r.liveSeconds.toFixed(1)}s): the ConfigMaps and the state hold these routes; no engine run`);
+  else if (r.recordedSeconds === undefined) lines.push(`routes live in ${r.liveSeconds.toFixed(1)}s: ${counts}`);
+  else lines.push(`routes live in ${r.liveSeconds.toFixed(1)}s, recorded in the state in ${r.recordedSeconds.toFixed(1)}s: ${counts}`);
   return lines;
 }

@@ -1,100 +1,190 @@
-// sync-routes --watch: follows the routed namespaces and their Services
-// (client-node informers) and runs one sync after each burst of changes
-// (quiet for the debounce time), never two at once; changes that arrive
-// while a sync runs, or waits for the stack lock, are coalesced into one
-// more. A failed sync is retried with backoff; while a traffic shift moves,
-// a timer re-syncs.
-import type { KubeConfig } from "@kubernetes/client-node";
-import type { StackConfig } from "../routing/config/schema.js";
-import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
+// sync-routes --watch: one warm process that follows the routed namespaces
+// and their Services (client-node informers, whose caches answer discovery
+// without a request) and keeps the routes in step:
+//  - live: after each burst of changes (quiet for the debounce time) it
+//    renders what the routes resources would be given and writes each
+//    ConfigMap whose files change (sync.ts, step 1), within about a second;
+//  - record: an engine run records the latest written snapshot in state,
+//    one at a time; changes that arrive while it runs, or while it waits for
+//    the stack lock, are written live and coalesced into the next record.
+// A failed step is retried with backoff; while a traffic shift moves, a
+// timer re-renders so the weights follow.
+import type { Stack } from "@pulumi/pulumi/automation";
+import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
-import { engineErrorLines } from "./stack.js";
-import { report, type SyncResult } from "./sync.js";
+import { InputError, formatProblem } from "../routing/config/errors.js";
+import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
+import type { SyncSnapshot } from "./snapshot.js";
+import { engineErrorLines, stackConfigOf, type RoutesResourceState } from "./stack.js";
+import { plan, record, recorded, routeChanges, shiftsMoving, syncedRoutes, writeLive, type SyncConfig, type SyncedRoutes, type SyncOptions } from "./sync.js";
+import type { LockWait } from "./lock.js";
+import { RoutesInputError } from "../routes-provider/core.js";
 
 export interface WatchOptions {
-  /** Quiet time after a change before syncing. */
+  /** Quiet time after a change before writing. */
   debounceMs: number;
-  /** Re-sync this often while `needsTimer()` says so (a traffic shift moves). */
+  /** Re-render this often while a traffic shift moves its weights. */
   resyncMs?: number;
-  needsTimer?: () => boolean;
-  /** Retry a failed sync after this long, doubling up to `maxMs` (default 5 s to 5 minutes). */
+  /** Retry a failed step after this long, doubling up to `maxMs` (default 2 s to 5 minutes). */
   retry?: { firstMs: number; maxMs: number };
-  /** Runs one sync (given the informers' caches). */
-  sync(objects: RoutedObjectsWatch): Promise<SyncResult>;
-  onSync?: (r: SyncResult) => void;
+  lock?: Omit<LockWait, "log">;
   log: (line: string) => void;
+  /** Called after each live write and each record (for tests and benchmarks). */
+  onEvent?: (event: { kind: "live" | "recorded"; seconds: number }) => void;
 }
 
 export interface Watcher {
-  /** Resolves when the watcher has stopped (after stop(), once a sync in flight has finished). */
+  /** Resolves when the watcher has stopped (after stop(), once a step in flight has finished). */
   done: Promise<void>;
   stop(): void;
 }
 
-export function watchAndSync(kc: KubeConfig, config: StackConfig, options: WatchOptions): Watcher {
+/** Starts watching; `sync` and `state` are the stack config and routes resources as they are now. */
+export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: RoutesResourceState[] }, options: WatchOptions): Watcher {
+  let sync = start.sync;
+  let state = start.state;
+  const retry = options.retry ?? { firstMs: 2000, maxMs: 5 * 60_000 };
+  const syncOptions: SyncOptions = { log: options.log, ...(options.lock ? { lock: options.lock } : {}) };
+  // What each routes resource's ConfigMap holds (as far as this process knows), and the routes that gives.
+  const written: Record<string, string> = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
+  let live: SyncedRoutes = syncedRoutes(state);
   let stopping = false;
   let debounce: NodeJS.Timeout | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let pending = false;
-  const retry = options.retry ?? { firstMs: 5000, maxMs: 5 * 60_000 };
-  let retryDelay = retry.firstMs;
+  let reasons: string[] = [];
+  let firstSeen: number | undefined;
+  let liveRunning: Promise<void> | undefined;
+  let liveAgain = false;
+  let liveDelay = retry.firstMs;
+  let pending: SyncSnapshot | undefined;
+  let recordRunning: Promise<void> | undefined;
+  let recordDelay = retry.firstMs;
+  let recordTimer: NodeJS.Timeout | undefined;
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
-  // What changed since the last sync, for the log line.
-  let reasons: string[] = [];
-
-  const runSync = async () => {
-    if (running) {
-      pending = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        pending = false;
-        try {
-          const result = await options.sync(objects);
-          retryDelay = retry.firstMs;
-          options.onSync?.(result);
-          for (const line of report(result)) options.log(line);
-        } catch (e) {
-          options.log(`sync failed; the ConfigMaps keep their content; retrying in ${Math.round(retryDelay / 1000)}s:\n${engineErrorLines(e)}`);
-          if (!stopping) {
-            clearTimeout(retryTimer);
-            retryTimer = setTimeout(() => schedule("retrying the failed sync", 0), retryDelay);
-            retryDelay = Math.min(retryDelay * 2, retry.maxMs);
-          }
-        }
-      } while (pending && !stopping);
-    })();
-    await running;
-    running = undefined;
-    if (stopping) finish();
+  const idle = () => {
+    if (stopping && !liveRunning && !recordRunning) finish();
   };
 
   const schedule = (why: string, delayMs = options.debounceMs) => {
     if (stopping) return;
+    firstSeen ??= Date.now();
     if (!reasons.includes(why)) reasons.push(why);
     clearTimeout(debounce);
     debounce = setTimeout(() => {
       debounce = undefined;
-      clearTimeout(retryTimer);
-      const shown = reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
-      reasons = [];
-      options.log(`change seen (${shown}); syncing`);
-      void runSync();
+      void runLive();
     }, delayMs);
   };
 
-  const objects = watchRoutedObjects(kc, config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR, {
+  /** Step 1, never two at once: render from the informers' caches, write what changed. */
+  const runLive = async (): Promise<void> => {
+    if (liveRunning) {
+      liveAgain = true;
+      return;
+    }
+    liveRunning = (async () => {
+      do {
+        liveAgain = false;
+        const seen = firstSeen ?? Date.now();
+        const why = reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
+        firstSeen = undefined;
+        reasons = [];
+        try {
+          await liveStep(objects, seen, why);
+          liveDelay = retry.firstMs;
+        } catch (e) {
+          if (e instanceof RoutesInputError || e instanceof InputError) {
+            const problems = e instanceof RoutesInputError ? e.problems.map((p) => p.problem) : e.problems;
+            options.log(`not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`);
+          } else {
+            options.log(`${(e as Error).message}; trying again in ${Math.round(liveDelay / 1000)}s`);
+            schedule("retrying the failed write", liveDelay);
+            liveDelay = Math.min(liveDelay * 2, retry.maxMs);
+          }
+        }
+      } while (liveAgain && !stopping);
+    })();
+    await liveRunning;
+    liveRunning = undefined;
+    idle();
+  };
+
+  const liveStep = async (objects: RoutedObjectsWatch, seen: number, why: string) => {
+    // Until both lists are read, the caches say nothing (not "no dev/PR namespace"): wait for them.
+    if (!objects.ready()) {
+      reasons.push(why);
+      await objects.synced;
+    }
+    const found = discoverRoutes(objects.namespaces(), objects.services(), sync.config.namespace);
+    for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
+    const now = new Date();
+    const planned = plan(state, sync, found.devNamespaces, now);
+    const changed = planned.filter((p) => written[p.state.name] !== p.digest);
+    if (changed.length === 0) {
+      if (!planned.every(recorded)) queueRecord({ devNamespaces: found.devNamespaces, renderedAt: now.toISOString(), written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])) });
+      return;
+    }
+    const snapshot = await writeLive(planned, found.devNamespaces, now, written);
+    const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.routes]));
+    const changes = routeChanges(live, next);
+    for (const p of planned) written[p.state.name] = p.digest;
+    live = next;
+    const seconds = (Date.now() - seen) / 1000;
+    for (const line of [...changes.added.map((l) => `+ ${l}`), ...changes.removed.map((l) => `- ${l}`), ...changes.changed.map((l) => `~ ${l}`)]) options.log(line);
+    options.log(`routes live ${seconds.toFixed(1)}s after the change was seen (${why}): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`);
+    options.onEvent?.({ kind: "live", seconds });
+    queueRecord(snapshot);
+  };
+
+  const queueRecord = (snapshot: SyncSnapshot) => {
+    pending = snapshot;
+    void runRecord();
+  };
+
+  /** Step 2, one at a time, always the latest snapshot. */
+  const runRecord = async (): Promise<void> => {
+    if (recordRunning || stopping) return;
+    recordRunning = (async () => {
+      while (pending && !stopping) {
+        const snapshot = pending;
+        pending = undefined;
+        const started = Date.now();
+        try {
+          state = await record(stack, state, snapshot, syncOptions);
+          recordDelay = retry.firstMs;
+          const seconds = (Date.now() - started) / 1000;
+          options.log(`recorded in the stack's state (${seconds.toFixed(1)}s)`);
+          options.onEvent?.({ kind: "recorded", seconds });
+          // The stack config may have changed meanwhile (someone's `pulumi config set`): write with the new one.
+          const latest = await stackConfigOf(stack);
+          if (JSON.stringify(latest) !== JSON.stringify(sync)) {
+            sync = latest;
+            schedule("the stack config changed");
+          }
+        } catch (e) {
+          pending ??= snapshot;
+          options.log(`${engineErrorLines(e)}\ntrying again in ${Math.round(recordDelay / 1000)}s`);
+          clearTimeout(recordTimer);
+          recordTimer = setTimeout(() => void runRecord(), recordDelay);
+          recordDelay = Math.min(recordDelay * 2, retry.maxMs);
+          break;
+        }
+      }
+    })();
+    await recordRunning;
+    recordRunning = undefined;
+    idle();
+  };
+
+  const objects = watchRoutedObjects(loadKubeConfig(sync.kubeconfig), sync.config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR, {
     onChange: (what) => schedule(what),
     onError: (message, retryMs) => options.log(`${message}; watching again in ${Math.round(retryMs / 1000)}s`),
   });
-  // A first sync once both lists are read: what changed while nothing watched.
-  void objects.synced.then(() => schedule("watch started"));
+  // Once both lists are read: what changed while nothing watched.
+  void objects.synced.then(() => schedule("watch started", 0));
   const ticker = options.resyncMs
     ? setInterval(() => {
-        if (options.needsTimer?.()) schedule("traffic shift in progress");
+        if (shiftsMoving(live, new Date())) schedule("traffic shift in progress", 0);
       }, options.resyncMs)
     : undefined;
   return {
@@ -102,10 +192,10 @@ export function watchAndSync(kc: KubeConfig, config: StackConfig, options: Watch
     stop() {
       stopping = true;
       clearTimeout(debounce);
-      clearTimeout(retryTimer);
+      clearTimeout(recordTimer);
       if (ticker) clearInterval(ticker);
       void objects.stop();
-      if (!running) finish();
+      idle();
     },
   };
 }

@@ -17,7 +17,9 @@ import { renderXds, type XdsFiles } from "../routing/render.js";
 import { routesView, type RoutesView } from "../routing/routes-view.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
-import { applyConfigMapData, loadKubeConfig, readConfigMap } from "../kube/client.js";
+import { annotatePods, applyConfigMapData, labelSelector, loadKubeConfig, readConfigMap } from "../kube/client.js";
+import { gatewayPodLabels, XDS_DIGEST_ANNOTATION } from "../routing/labels.js";
+import { currentSnapshot } from "../route-sync/snapshot.js";
 
 /** What the program gives the routes resource of one gateway: facts only. */
 export interface RoutesFacts {
@@ -101,7 +103,7 @@ export class RoutesInputError extends Error {
 }
 
 /** check(): the inputs with the routes they give, or every problem (bad config, dev routes the table refuses, documents Envoy would refuse). */
-export function checkRoutes(facts: RoutesFacts, now: Date = new Date()): { inputs?: RoutesInputs; problems: InputProblem[] } {
+export function checkRoutes(facts: RoutesFacts, now: Date = renderInstant()): { inputs?: RoutesInputs; problems: InputProblem[] } {
   try {
     return { inputs: { ...factsOf(facts), routes: renderRoutes(facts, now).routes }, problems: [] };
   } catch (e) {
@@ -122,7 +124,7 @@ export function checkFailures(problems: readonly InputProblem[]): { property: st
  * what was written (a new version of the translation), or when a refresh
  * found the ConfigMap edited out of band.
  */
-export function diffRoutes(olds: Partial<RoutesOutputs>, news: RoutesInputs, now: Date = new Date()): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
+export function diffRoutes(olds: Partial<RoutesOutputs>, news: RoutesInputs, now: Date = renderInstant()): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
   const replaces = (["gateway", "namespace", "configMap"] as const).filter((k) => olds[k] !== news[k]);
   const changed =
     olds.devNamespaces === undefined || // state written before the resource's inputs were facts
@@ -133,23 +135,52 @@ export function diffRoutes(olds: Partial<RoutesOutputs>, news: RoutesInputs, now
   return { changes: changed || replaces.length > 0, replaces, deleteBeforeReplace: false };
 }
 
+/** The instant to render at: the recorded sync's (see route-sync/snapshot.ts), else now. */
+export function renderInstant(): Date {
+  const snapshot = currentSnapshot();
+  return snapshot ? new Date(snapshot.renderedAt) : new Date();
+}
+
+export interface WriteOptions {
+  /** Write only if the ConfigMap still holds this digest (what a sync wrote; anything else is newer or an edit). */
+  onlyOver?: string;
+}
+
 /**
  * Writes the files the facts give at `now` into the ConfigMap: one
  * server-side apply guarded by the resourceVersion just read, skipped when
- * the ConfigMap already holds them.
+ * the ConfigMap already holds them. Then the gateway's pods are annotated
+ * with the digest, so their kubelets project the new files at once.
  */
-export async function writeRoutes(facts: RoutesFacts, now: Date = new Date()): Promise<RoutesOutputs> {
+export async function writeRoutes(facts: RoutesFacts, now: Date = renderInstant(), options: WriteOptions = writeOptionsOf(facts.gateway)): Promise<RoutesOutputs> {
   const { files, routes } = renderRoutes(facts, now);
   const kc = loadKubeConfig(facts.kubeconfig);
+  const where = `${facts.namespace}/${facts.configMap}`;
   const current = await readConfigMap(kc, facts.namespace, facts.configMap);
   if (!current) {
-    throw new Error(`ConfigMap ${facts.namespace}/${facts.configMap} does not exist: the EnvoyGateway component creates it with the production routes; run a full \`pulumi up\` first`);
+    throw new Error(`ConfigMap ${where} does not exist: the EnvoyGateway component creates it with the production routes; run a full \`pulumi up\` first`);
   }
   const digest = dataDigest(files.xds);
-  if (current.annotations[DIGEST_ANNOTATION] !== digest || dataDigest(current.data) !== digest) {
+  const found = dataDigest(current.data);
+  const holds = current.annotations[DIGEST_ANNOTATION] === digest && found === digest;
+  const superseded = options.onlyOver !== undefined && found !== options.onlyOver && !holds;
+  if (!holds && !superseded) {
     await applyConfigMapData(kc, facts.namespace, facts.configMap, files.xds, current.resourceVersion, { [DIGEST_ANNOTATION]: digest });
   }
+  if (!superseded) {
+    try {
+      await annotatePods(kc, facts.namespace, labelSelector(gatewayPodLabels(facts.gateway)), { [XDS_DIGEST_ANNOTATION]: digest });
+    } catch (e) {
+      throw new Error(`wrote ConfigMap ${where}, but telling the gateway's pods failed (their kubelets project it at their next periodic sync instead): ${(e as Error).message}`);
+    }
+  }
   return { ...factsOf(facts), routes, dataDigest: digest, renderedAt: now.toISOString() };
+}
+
+/** In an engine run that records a sync: write only over what that sync wrote. */
+function writeOptionsOf(gateway: GatewayName): WriteOptions {
+  const written = currentSnapshot()?.written[gateway];
+  return written === undefined ? {} : { onlyOver: written };
 }
 
 /**
@@ -182,5 +213,5 @@ export async function readRoutes(state: RoutesOutputs): Promise<RoutesOutputs | 
 export async function removeRoutes(state: RoutesOutputs): Promise<void> {
   const kc = loadKubeConfig(state.kubeconfig);
   if (!(await readConfigMap(kc, state.namespace, state.configMap))) return;
-  await writeRoutes({ ...factsOf(state), devNamespaces: {} });
+  await writeRoutes({ ...factsOf(state), devNamespaces: {} }, new Date(), {});
 }

@@ -46,6 +46,14 @@ export const SHIFT_ANNOTATION = {
   reversed: `${PREFIX}/shift-reversed`,
 } as const;
 
+/** Labels of a gateway's pods (its Deployment's selector). */
+export function gatewayPodLabels(gateway: string): Record<string, string> {
+  return { [LABEL.app]: gateway, [LABEL.component]: "gateway" };
+}
+
+/** The annotation the routes resource sets on a gateway's pods after it writes their xDS ConfigMap: the kubelet then projects it at once. */
+export const XDS_DIGEST_ANNOTATION = `${PREFIX}/xds-digest`;
+
 /** Labels of a routed Service for one version of a logical service. */
 export function routingLabels(args: { service: string; version?: string; weight: number; replicas: number; websocket: boolean }): Record<string, string> {
   const labels: Record<string, string> = {

@@ -1,17 +1,18 @@
-// npm run sync-routes -- --stack <name> [--watch] [--debounce 2s] [--lock-wait 15m]
+// npm run sync-routes -- --stack <name> [--watch] [--debounce 300ms] [--lock-wait 15m]
 //
 // For CI, after it creates or deletes a dev/PR namespace: discover the
-// routed namespaces and Services and update only the routes resources,
-// printing the routes added and removed. While another update holds the
-// stack (a production `pulumi up`, another CI job), it waits for the lock.
-// --watch keeps running and syncs after every burst of changes; SIGTERM
-// stops it cleanly.
+// routed namespaces and Services, write the gateways' ConfigMaps that change
+// (live within a second), then record that in the stack's state with a
+// targeted update of the routes resources, printing the routes added and
+// removed. With nothing to change it starts no engine run. While another
+// update holds the stack (a production `pulumi up`, another CI job), the
+// record step waits for the lock. --watch keeps running and follows every
+// change; SIGTERM stops it cleanly.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadKubeConfig } from "../kube/client.js";
 import { openStack, routesInState, stackConfigOf, engineErrorLines } from "../route-sync/stack.js";
-import { report, shiftsMoving, syncedRoutes, syncRoutes } from "../route-sync/sync.js";
-import { watchAndSync } from "../route-sync/watch.js";
+import { report, syncRoutes } from "../route-sync/sync.js";
+import { watchRoutes } from "../route-sync/watch.js";
 import { parseDuration } from "../routing/units.js";
 
 const USAGE = "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
@@ -30,7 +31,7 @@ async function main(): Promise<number> {
     options: {
       stack: { type: "string" },
       watch: { type: "boolean" },
-      debounce: { type: "string", default: "2s" },
+      debounce: { type: "string", default: "300ms" },
       "lock-wait": { type: "string", default: "15m" },
       "project-dir": { type: "string" },
       help: { type: "boolean" },
@@ -55,20 +56,11 @@ async function main(): Promise<number> {
       return 1;
     }
   }
-  const { config, kubeconfig } = await stackConfigOf(stack);
-  // While a traffic shift moves, weights change with time alone: re-sync every 30 s.
-  let moving = shiftsMoving(syncedRoutes(await routesInState(stack)), new Date());
-  const watcher = watchAndSync(loadKubeConfig(kubeconfig), config, {
-    debounceMs,
-    resyncMs: 30_000,
-    needsTimer: () => moving,
-    sync: () => syncRoutes(stack, { log, lock }),
-    onSync: () => {
-      void routesInState(stack).then((s) => (moving = shiftsMoving(syncedRoutes(s), new Date())));
-    },
-    log,
-  });
-  log(`watching namespaces labelled ${config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`);
+  const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
+  if (state.length === 0) throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
+  // While a traffic shift moves, weights change with time alone: re-render every 10 s.
+  const watcher = watchRoutes(stack, { sync, state }, { debounceMs, resyncMs: 10_000, lock, log });
+  log(`watching namespaces labelled ${sync.config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

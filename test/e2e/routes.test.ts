@@ -55,7 +55,7 @@ describe("sync-routes", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("+ pr-e2e-1/batch on gateway: https://internal.dev.example.org/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)");
     expect(r.stdout).toContain("+ pr-e2e-1/batch on internal-gateway: https://internal.dev.hail/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)");
-    expect(r.stdout).toMatch(/synced in [\d.]+s: 2 added, 0 removed, 0 changed/);
+    expect(r.stdout).toMatch(/routes live in [\d.]+s, recorded in the state in [\d.]+s: 2 added, 0 removed, 0 changed/);
     for (const gateway of ["gateway", "internal-gateway"]) {
       const data = await xds(gateway);
       expect(data["rds.yaml"]).toContain(routeOf("pr-e2e-1", "batch"));
@@ -63,11 +63,14 @@ describe("sync-routes", () => {
     }
   });
 
-  it("ignores a namespace without the routing label", async () => {
+  it("ignores a namespace without the routing label: nothing to change, and no engine run (no lock, no history entry)", async () => {
     await devNamespace("plain-e2e", ["batch"], false);
+    const history = async () => (JSON.parse((await stack.ws.ok(["stack", "history", "--json"])).stdout) as unknown[]).length;
+    const before = await history();
     const r = await syncRoutes();
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/0 added, 0 removed/);
+    expect(r.stdout).toMatch(/nothing to change \([\d.]+s\): the ConfigMaps and the state hold these routes; no engine run/);
+    expect(await history()).toBe(before);
     expect((await xds())["rds.yaml"]).not.toContain("/plain-e2e/");
   });
 
@@ -80,6 +83,28 @@ describe("sync-routes", () => {
     expect(preview.stdout).toMatch(/Resources:\s+~ 2 to update/);
     const r = await syncRoutes();
     expect(r.stdout).toMatch(/2 added, 0 removed/);
+  });
+
+  it("tells the gateway's pods the new files' digest (their kubelets then project them at once)", async () => {
+    // A pod labelled like the gateway's that no node will run (its node selector matches none).
+    const core = stack.core();
+    await core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: { name: "gateway-e2e-annotated", labels: { "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway" } },
+        spec: { nodeSelector: { "envoy-gateways.io/no-such-node": "true" }, containers: [{ name: "envoy", image: "envoyproxy/envoy:v1.40.0" }] },
+      },
+    });
+    try {
+      await devNamespace("pr-e2e-5", ["memory"]);
+      const r = await syncRoutes();
+      expect(r.stdout).toContain("+ pr-e2e-5/memory on gateway");
+      const cm = await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" });
+      const pod = await core.readNamespacedPod({ name: "gateway-e2e-annotated", namespace: "default" });
+      expect(pod.metadata?.annotations?.["envoy-gateways.io/xds-digest"]).toBe(cm.metadata?.annotations?.["envoy-gateways.io/routes-digest"]);
+    } finally {
+      await core.deleteNamespacedPod({ name: "gateway-e2e-annotated", namespace: "default", gracePeriodSeconds: 0 });
+    }
   });
 
   it("removes the routes of a deleted namespace", async () => {
@@ -137,41 +162,93 @@ describe("sync-routes", () => {
     expect(await xds()).toEqual(before);
   });
 
-  it("--watch picks up a new namespace within seconds and stops cleanly on SIGTERM", async () => {
-    const child = stack.spawnScript("sync-routes", ["--watch", "--debounce", "1s"]);
-    let out = "";
+});
+
+describe("sync-routes --watch", () => {
+  let child: ReturnType<ProgramStack["spawnScript"]>;
+  let out = "";
+  let exited: Promise<number | null>;
+  /** Waits until the output after `from` matches `pattern`; returns the index after the match. */
+  const until = async (what: string, pattern: RegExp, ms: number, from = 0): Promise<number> => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const m = pattern.exec(out.slice(from));
+      if (m) return from + m.index + m[0].length;
+      if (Date.now() > deadline) throw new Error(`no ${what} within ${ms} ms; output:\n${out.slice(from)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const count = (pattern: RegExp, from: number) => (out.slice(from).match(new RegExp(pattern.source, "g")) ?? []).length;
+
+  beforeAll(async () => {
+    child = stack.spawnScript("sync-routes", ["--watch", "--debounce", "1s"]);
     child.stdout.on("data", (d: Buffer) => (out += d));
     child.stderr.on("data", (d: Buffer) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const until = async (what: string, pattern: RegExp, ms: number) => {
-      const deadline = Date.now() + ms;
-      while (!pattern.test(out)) {
-        if (Date.now() > deadline) throw new Error(`no ${what} within ${ms} ms; output:\n${out}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
-    try {
-      // The watches list what exists (one sync), then stay quiet.
-      await until("first sync", /synced in/, 180_000);
-      const created = Date.now();
-      await devNamespace("pr-e2e-3", ["query"]);
-      await until("the namespace event", /change seen \([^)]*namespace pr-e2e-3 added/, 10_000);
-      expect(Date.now() - created).toBeLessThan(10_000);
-      await until("the new route", /\+ pr-e2e-3\/query on gateway/, 180_000);
-      expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-3", "query"));
+    exited = new Promise((resolve) => child.on("close", resolve));
+    await until("the watch to start", /watching namespaces labelled envoy-gateways\.io\/routes=dev/, 120_000);
+  });
+
+  afterAll(async () => {
+    // Stop it the clean way (a step in flight finishes and unlocks the stack), then make sure.
+    if (child && child.exitCode === null) {
       child.kill("SIGTERM");
-      expect(await exited).toBe(0);
-      expect(out).toMatch(/SIGTERM: stopping after any sync in progress[\s\S]*stopped/);
-    } finally {
-      // On a failure: stop it the clean way (a sync in flight finishes and unlocks the stack), then make sure.
-      if (child.exitCode === null) {
-        child.kill("SIGTERM");
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 240_000))]);
-        child.kill("SIGKILL");
-      }
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 240_000))]);
+      child.kill("SIGKILL");
     }
   });
 
+  it("writes a new namespace's routes within seconds, then records them in the state", async () => {
+    const from = out.length;
+    await devNamespace("pr-e2e-3", ["query"]);
+    const live = await until("the new route", /\+ pr-e2e-3\/query on gateway[\s\S]*?routes live ([\d.]+)s after the change was seen/, 60_000, from);
+    expect(Number(/routes live ([\d.]+)s/.exec(out.slice(from, live))![1])).toBeLessThan(10);
+    expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-3", "query"));
+    await until("the record", /recorded in the stack's state/, 300_000, live);
+    const again = await stack.ws.run(["preview", "--expect-no-changes"], 300_000);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+  });
+
+  it("routes a burst of 20 namespaces created at once in one or two writes", async () => {
+    const from = out.length;
+    const names = Array.from({ length: 20 }, (_, i) => `pr-e2e-burst-${i}`);
+    await Promise.all(names.map((n) => devNamespace(n, ["batch"])));
+    await until("all 20 routes", new RegExp(`(\\+ pr-e2e-burst-\\d+/batch on gateway[\\s\\S]*?){20}`), 120_000, from);
+    const data = (await xds())["rds.yaml"]!;
+    for (const n of names) expect(data).toContain(routeOf(n, "batch"));
+    expect(count(/routes live [\d.]+s after the change was seen/, from)).toBeLessThanOrEqual(2);
+    await until("the record", /recorded in the stack's state/, 300_000, from);
+  });
+
+  it("writes nothing for a namespace created and deleted within the debounce time", async () => {
+    const before = (await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).metadata?.resourceVersion;
+    const from = out.length;
+    await devNamespace("pr-e2e-flash", ["batch"]);
+    await stack.core().deleteNamespace({ name: "pr-e2e-flash" });
+    // Well past the debounce time and a render: had anything been written, it would show.
+    await new Promise((r) => setTimeout(r, 6000));
+    expect(out.slice(from)).not.toContain("pr-e2e-flash/batch");
+    expect((await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).metadata?.resourceVersion).toBe(before);
+  });
+
+  it("keeps watching through an API server restart, and routes what came meanwhile", async () => {
+    const from = out.length;
+    await withApiServerStopped(cluster, async () => {
+      await until("the watch failure", /watching (namespace|Service)s labelled [^\n]*(cannot reach|did not answer)[^\n]*; watching again in \d+s/, 60_000, from);
+    });
+    await devNamespace("pr-e2e-after-restart", ["ci"]);
+    await until("the route after the restart", /\+ pr-e2e-after-restart\/ci on gateway/, 120_000, from);
+    expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-after-restart", "ci"));
+  });
+
+  it("stops cleanly on SIGTERM", async () => {
+    await until("the last record", /recorded in the stack's state/, 300_000, out.lastIndexOf("routes live"));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(out).toMatch(/SIGTERM: stopping after any sync in progress[\s\S]*stopped/);
+  });
+});
+
+describe("deleting the routes resource", () => {
   it("leaves the gateway its production routes when the routes resource is deleted", async () => {
     const state = JSON.parse((await stack.ws.ok(["stack", "export"])).stdout) as { deployment: { resources: { urn: string; type: string }[] } };
     const urn = state.deployment.resources.find((r) => r.type.endsWith(":Routes") && r.urn.endsWith("::gateway-routes"))!.urn;

@@ -198,7 +198,9 @@ describe("routes and route-sync access", () => {
     ]);
     expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.rules).toEqual([
       { apiGroups: [""], resources: ["configmaps"], resourceNames: ["gateway-xds", "internal-gateway-xds"], verbs: ["get", "patch"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["list", "patch"] },
     ]);
+    expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.metadata.namespace).toBe("default");
   });
 });
 

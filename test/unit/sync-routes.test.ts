@@ -1,7 +1,12 @@
 // What sync-routes prints: the routes added, removed and changed between two states.
 import { describe, expect, it } from "vitest";
 import { engineErrorLines } from "../../route-sync/stack.js";
-import { report, routeChanges } from "../../route-sync/sync.js";
+import type { RoutesResourceState } from "../../route-sync/stack.js";
+import { plan, recorded, report, routeChanges } from "../../route-sync/sync.js";
+import { renderRoutes } from "../../routes-provider/core.js";
+import { routingConfig } from "../../routing/config/schema.js";
+import { dataDigest } from "../../routing/units.js";
+import { minutesIntoShift, shiftedService } from "./fixtures.js";
 import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { stackConfig } from "./fixtures.js";
@@ -20,7 +25,8 @@ describe("sync-routes report", () => {
       removed: ["pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)"],
       changed: [],
     });
-    expect(report({ ...changes, seconds: 3.24 }).at(-1)).toBe("synced in 3.2s: 2 added, 1 removed, 0 changed");
+    expect(report({ ...changes, unchanged: false, liveSeconds: 0.44, recordedSeconds: 9.81 }).at(-1)).toBe("routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed");
+    expect(report({ added: [], removed: [], changed: [], unchanged: true, liveSeconds: 0.63 })).toEqual(["nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run"]);
   });
 
   it("reports nothing for an unchanged state", () => {
@@ -30,5 +36,34 @@ describe("sync-routes report", () => {
   it("keeps the engine's error lines of a failed run", () => {
     const stderr = "Updating (dev):\n  pulumi:pulumi:Stack dev running\n  error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)\n";
     expect(engineErrorLines({ stderr })).toBe("error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)");
+  });
+});
+
+describe("sync-routes: what needs an engine run", () => {
+  /** A routes resource's state as a sync recorded it: these namespaces, rendered at `at`. */
+  function stateOf(dev: Record<string, unknown>, at: Date): RoutesResourceState[] {
+    const facts = { gateway: "gateway" as const, namespace: "default", configMap: "gateway-xds", config: routingConfig(config), devNamespaces: dev as never };
+    const r = renderRoutes(facts, at);
+    return [{ urn: "urn:pulumi:dev::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes", name: "gateway-routes", outputs: { ...facts, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: at.toISOString() } }];
+  }
+  const dev = { "pr-1": ["batch"], "pr-2": [shiftedService("web")] };
+  const at = minutesIntoShift(100); // the shift has ended: weights stay put
+
+  it("nothing, when the state holds the discovered namespaces at the same weights", () => {
+    expect(plan(stateOf(dev, at), { config }, dev, minutesIntoShift(120)).every(recorded)).toBe(true);
+  });
+  it("a write and a record for a new namespace, a removed one, or weights a shift moved", () => {
+    expect(plan(stateOf(dev, at), { config }, { ...dev, "pr-3": ["ci"] }, at).every(recorded)).toBe(false);
+    expect(plan(stateOf(dev, at), { config }, { "pr-1": ["batch"] }, at).every(recorded)).toBe(false);
+    expect(plan(stateOf(dev, minutesIntoShift(30)), { config }, dev, minutesIntoShift(31)).every(recorded)).toBe(false);
+  });
+  it("a record for state written before the inputs were facts, or that a refresh found drifted", () => {
+    const [r] = stateOf(dev, at);
+    const { devNamespaces: _, ...old } = r!.outputs;
+    expect(recorded(plan([{ ...r!, outputs: old as never }], { config }, dev, at)[0]!)).toBe(false);
+    expect(recorded(plan([{ ...r!, outputs: { ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } } }], { config }, dev, at)[0]!)).toBe(false);
+  });
+  it("a record when the kubeconfig to write with changed", () => {
+    expect(plan(stateOf(dev, at), { config, kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(false);
   });
 });
