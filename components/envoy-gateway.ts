@@ -6,7 +6,7 @@ import type { GatewayName, GatewaySettings } from "../routing/config/schema.js";
 import { POD_PATHS, POD_PORTS } from "../routing/envoy/types.js";
 import { gatewayPodLabels, LABEL, MANAGED_BY } from "../routing/labels.js";
 import type { GatewayFiles } from "../routing/render.js";
-import { dataDigest } from "../routing/units.js";
+import { dataDigest, parseQuantity } from "../routing/units.js";
 
 export interface EnvoyGatewayArgs {
   /** Which gateway this is; also the name of its Kubernetes objects. */
@@ -216,5 +216,5 @@ function serviceSpec(args: EnvoyGatewayArgs): k8s.types.input.core.v1.ServiceSpe
 }
 
 function cpuCores(q: string): number {
-  return q.endsWith("m") ? Number(q.slice(0, -1)) / 1000 : Number(q);
+  return parseQuantity(q) ?? 1;
 }

@@ -18,7 +18,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
-import { factsOf, renderRoutes, writeRoutes, type RoutesFacts } from "../routes-provider/core.js";
+import { factsOf, renderRoutes, validated, writeRoutes, type RenderedRoutes, type RoutesFacts } from "../routes-provider/core.js";
 import { routingConfig, type StackConfig } from "../routing/config/schema.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
 import { routeTarget, type RoutesView } from "../routing/routes-view.js";
@@ -41,6 +41,8 @@ export interface RouteChanges {
 export interface SyncResult extends RouteChanges {
   /** Nothing to change: no ConfigMap written, no engine run. */
   unchanged: boolean;
+  /** Milliseconds each step took: reading the stack (config and state, in parallel), discovery, rendering, writing, recording. */
+  steps: Partial<Record<"stack" | "discovery" | "render" | "write" | "record", number>>;
   /** Seconds until the ConfigMaps held the routes (the whole sync when unchanged). */
   liveSeconds: number;
   /** Seconds until the state recorded them (undefined: no engine run). */
@@ -85,6 +87,7 @@ export interface PlannedResource {
   /** The resource as the state holds it. */
   state: RoutesResourceState;
   facts: RoutesFacts;
+  rendered: RenderedRoutes;
   routes: RoutesView;
   digest: string;
 }
@@ -105,8 +108,9 @@ export function plan(state: readonly RoutesResourceState[], sync: SyncConfig, de
       devNamespaces,
       ...(sync.kubeconfig !== undefined ? { kubeconfig: sync.kubeconfig } : {}),
     };
-    const rendered = renderRoutes(facts, now);
-    return { state: r, facts, routes: rendered.routes, digest: dataDigest(rendered.files.xds) };
+    // Not validated: only what is written is (writeRoutes), and what matches the state was validated when it was written.
+    const rendered = renderRoutes(facts, now, { validate: false });
+    return { state: r, facts, rendered, routes: rendered.routes, digest: dataDigest(rendered.files.xds) };
   });
 }
 
@@ -129,16 +133,16 @@ export async function discover(sync: SyncConfig): Promise<Discovered> {
  */
 export async function writeLive(planned: readonly PlannedResource[], devNamespaces: DevNamespaces, now: Date, written: Readonly<Record<string, string>> = {}): Promise<SyncSnapshot> {
   const snapshot: SyncSnapshot = { devNamespaces, renderedAt: now.toISOString(), written: {} };
-  for (const p of planned) {
-    if (written[p.state.name] !== p.digest) {
-      try {
-        await writeRoutes(p.facts, now, {});
-      } catch (e) {
-        throw new Error(`writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`);
-      }
+  // Every gateway's files are validated before any is written: never one gateway with the new routes and one refused.
+  const changed = planned.filter((p) => written[p.state.name] !== p.digest).map((p) => ({ ...p, rendered: validated(p.rendered) }));
+  for (const p of changed) {
+    try {
+      await writeRoutes(p.facts, now, { rendered: p.rendered });
+    } catch (e) {
+      throw new Error(`writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`);
     }
-    snapshot.written[p.facts.gateway] = p.digest;
   }
+  for (const p of planned) snapshot.written[p.facts.gateway] = p.digest;
   return snapshot;
 }
 
@@ -173,19 +177,28 @@ export async function record(stack: Stack, state: readonly RoutesResourceState[]
 export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<SyncResult> {
   const start = Date.now();
   const seconds = () => (Date.now() - start) / 1000;
-  const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
+  const steps: SyncResult["steps"] = {};
+  const timed = async <T>(step: keyof SyncResult["steps"], run: () => T | Promise<T>): Promise<T> => {
+    const t = Date.now();
+    try {
+      return await run();
+    } finally {
+      steps[step] = Date.now() - t;
+    }
+  };
+  const [sync, state] = await timed("stack", () => Promise.all([stackConfigOf(stack), routesInState(stack)]));
   if (state.length === 0) throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
-  const found = await discover(sync);
+  const found = await timed("discovery", () => discover(sync));
   for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
   const now = new Date();
-  const planned = plan(state, sync, found.devNamespaces, now);
+  const planned = await timed("render", () => plan(state, sync, found.devNamespaces, now));
   const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.routes])));
-  if (planned.every(recorded)) return { ...changes, unchanged: true, liveSeconds: seconds() };
+  if (planned.every(recorded)) return { ...changes, unchanged: true, steps, liveSeconds: seconds() };
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
-  const snapshot = await writeLive(planned, found.devNamespaces, now, inState);
+  const snapshot = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
   const liveSeconds = seconds();
-  await record(stack, state, snapshot, options);
-  return { ...changes, unchanged: false, liveSeconds, recordedSeconds: seconds() };
+  await timed("record", () => record(stack, state, snapshot, options));
+  return { ...changes, unchanged: false, steps, liveSeconds, recordedSeconds: seconds() };
 }
 
 export function report(r: SyncResult): string[] {

@@ -118,20 +118,26 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
     const found = discoverRoutes(objects.namespaces(), objects.services(), sync.config.namespace);
     for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
     const now = new Date();
+    const renderStart = Date.now();
     const planned = plan(state, sync, found.devNamespaces, now);
+    const renderMs = Date.now() - renderStart;
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     if (changed.length === 0) {
       if (!planned.every(recorded)) queueRecord({ devNamespaces: found.devNamespaces, renderedAt: now.toISOString(), written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])) });
       return;
     }
+    const writeStart = Date.now();
     const snapshot = await writeLive(planned, found.devNamespaces, now, written);
+    const writeMs = Date.now() - writeStart;
     const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.routes]));
     const changes = routeChanges(live, next);
     for (const p of planned) written[p.state.name] = p.digest;
     live = next;
     const seconds = (Date.now() - seen) / 1000;
     for (const line of [...changes.added.map((l) => `+ ${l}`), ...changes.removed.map((l) => `- ${l}`), ...changes.changed.map((l) => `~ ${l}`)]) options.log(line);
-    options.log(`routes live ${seconds.toFixed(1)}s after the change was seen (${why}): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`);
+    options.log(
+      `routes live ${seconds.toFixed(1)}s after the change was seen (${why}; render ${renderMs} ms, write ${writeMs} ms): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`,
+    );
     options.onEvent?.({ kind: "live", seconds });
     queueRecord(snapshot);
   };

@@ -13,7 +13,7 @@ import { parseRoutingConfig } from "../routing/config/load.js";
 import { GATEWAYS, type GatewayName, type RoutingConfig } from "../routing/config/schema.js";
 import { xdsDrift } from "../routing/envoy/drift.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
-import { renderXds, type XdsFiles } from "../routing/render.js";
+import { checkXds, renderXds, translateXdsFiles, type XdsFiles } from "../routing/render.js";
 import { routesView, type RoutesView } from "../routing/routes-view.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
@@ -73,8 +73,21 @@ export interface InputProblem {
   problem: Problem;
 }
 
-/** The routing table, files and routes the facts give at `now`; throws `RoutesInputError` listing every problem. */
-export function renderRoutes(facts: RoutesFacts, now: Date): { table: RoutingTable; files: XdsFiles; routes: RoutesView } {
+/** What the facts give at an instant: the table, the files and the routes. */
+export interface RenderedRoutes {
+  table: RoutingTable;
+  files: XdsFiles;
+  routes: RoutesView;
+  /** Whether the files passed validation (only validated files are ever written). */
+  validated: boolean;
+}
+
+/**
+ * The routing table, files and routes the facts give at `now`; throws
+ * `RoutesInputError` listing every problem. With `validate: false` the
+ * documents are not validated (to compare digests only; `validated` says so).
+ */
+export function renderRoutes(facts: RoutesFacts, now: Date, { validate = true } = {}): RenderedRoutes {
   const stage = <T>(property: InputProblem["property"] | ((p: Problem) => InputProblem["property"]), run: () => T): T => {
     try {
       return run();
@@ -90,8 +103,20 @@ export function renderRoutes(facts: RoutesFacts, now: Date): { table: RoutingTab
     () => buildRoutingTable(config, facts.devNamespaces ?? {}, "discovered dev/PR namespaces", now),
   );
   // Documents Envoy would refuse are a safety net under the config checks: they come from the config's values.
-  const files = stage("config", () => renderXds(config, table, facts.gateway));
-  return { table, files, routes: routesView(config, table, facts.gateway) };
+  const files = stage("config", () => (validate ? renderXds(config, table, facts.gateway) : translateXdsFiles(config, table, facts.gateway)));
+  return { table, files, routes: routesView(config, table, facts.gateway), validated: validate };
+}
+
+/** Validates what `renderRoutes(..., { validate: false })` gave (throws `RoutesInputError`). */
+export function validated(rendered: RenderedRoutes): RenderedRoutes {
+  if (rendered.validated) return rendered;
+  try {
+    checkXds(rendered.files, rendered.table);
+  } catch (e) {
+    if (!(e instanceof InputError)) throw e;
+    throw new RoutesInputError(e.problems.map((problem) => ({ property: "config" as const, problem })));
+  }
+  return { ...rendered, validated: true };
 }
 
 /** Inputs the routes resource refuses: every problem, each on its input property. */
@@ -144,6 +169,8 @@ export function renderInstant(): Date {
 export interface WriteOptions {
   /** Write only if the ConfigMap still holds this digest (what a sync wrote; anything else is newer or an edit). */
   onlyOver?: string;
+  /** What `renderRoutes(facts, now)` gave, when the caller has it already (validated here if it was not). */
+  rendered?: RenderedRoutes;
 }
 
 /**
@@ -153,7 +180,7 @@ export interface WriteOptions {
  * with the digest, so their kubelets project the new files at once.
  */
 export async function writeRoutes(facts: RoutesFacts, now: Date = renderInstant(), options: WriteOptions = writeOptionsOf(facts.gateway)): Promise<RoutesOutputs> {
-  const { files, routes } = renderRoutes(facts, now);
+  const { files, routes } = options.rendered ? validated(options.rendered) : renderRoutes(facts, now);
   const kc = loadKubeConfig(facts.kubeconfig);
   const where = `${facts.namespace}/${facts.configMap}`;
   const current = await readConfigMap(kc, facts.namespace, facts.configMap);

@@ -28,11 +28,24 @@ export interface GatewayFiles extends XdsFiles {
 
 /** Renders and validates one gateway's xDS files (what its routes resource writes); throws an `InputError` listing every problem. */
 export function renderXds(config: RoutingConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): XdsFiles {
+  return checkXds(translateXdsFiles(config, table, gateway, options), table);
+}
+
+/**
+ * One gateway's xDS files, rendered but not validated: enough to compare
+ * their digest with what a ConfigMap holds. Nothing may be written from them
+ * before `checkXds` has passed them.
+ */
+export function translateXdsFiles(config: RoutingConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): XdsFiles {
   const documents = translateXds(config, table, gateway, options);
-  const { xds, problems } = xdsFiles(documents, table);
-  problems.unshift(...validateXds(documents));
-  if (problems.length) throw new InputError(`Envoy documents of ${gateway}`, problems);
-  return { gateway, xds, documents };
+  return { gateway, xds: xdsFiles(documents, table).xds, documents };
+}
+
+/** The files if Envoy would load them and they fit in a ConfigMap; otherwise an `InputError` listing every problem. */
+export function checkXds(files: XdsFiles, table: RoutingTable): XdsFiles {
+  const problems = [...validateXds(files.documents), ...xdsFiles(files.documents, table).problems];
+  if (problems.length) throw new InputError(`Envoy documents of ${files.gateway}`, problems);
+  return files;
 }
 
 /** Renders and validates all of one gateway's files; throws an `InputError` listing every problem. */

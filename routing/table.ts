@@ -113,10 +113,8 @@ export function buildRoutingTable(config: RoutingConfig, devNamespaces: DevNames
 function productionService(config: RoutingConfig, s: RoutingConfig["services"][number], now: Date, problems: Problem[]): RoutedService {
   const key = `envoy-gateways:services (${s.name})`;
   const names = s.versions ?? [""];
+  // The config layer checked these names (crossKeyProblems: lengths, clashes).
   const versions = names.map((v) => ({ version: v, service: v ? versionServiceName(s.name, v) : s.name }));
-  for (const v of versions) {
-    if (v.version && !isDnsLabel(v.service)) problems.push({ key, message: `the Service of version ${v.version}, ${v.service}, is longer than the 63 characters a Kubernetes name allows` });
-  }
   // Stack config shifts were checked with the stack config (cross-key checks): only this service's own.
   const shifts = config.shifts.filter((x) => x.service === s.name).flatMap((x) => checkShift(s.name, x, names).shift ?? []);
   return {

@@ -54,3 +54,22 @@ export function parseTime(text: unknown): Date | undefined {
   const t = new Date(text);
   return Number.isNaN(t.getTime()) ? undefined : t;
 }
+
+const QUANTITY = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/;
+const QUANTITY_SUFFIX: Record<string, number> = {
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+};
+
+/**
+ * A Kubernetes resource quantity ("250m", "2", "1.5Gi", "1e3") as a number
+ * (cores, bytes), or undefined when Kubernetes would not parse it.
+ */
+export function parseQuantity(text: string): number | undefined {
+  const m = QUANTITY.exec(text);
+  if (!m) return undefined;
+  const [, sign, digits, suffix = ""] = m as unknown as [string, string, string, string | undefined];
+  const factor = /^[eE]/.test(suffix) ? 10 ** Number(suffix.slice(1)) : QUANTITY_SUFFIX[suffix]!;
+  const value = Number(digits) * factor * (sign === "-" ? -1 : 1);
+  return Number.isFinite(value) ? value : undefined;
+}

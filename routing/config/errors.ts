@@ -20,11 +20,35 @@ export function showValue(value: unknown): string {
   } catch {
     text = String(value);
   }
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+  return text.length > 200 ? `${text.slice(0, 160)}... (${text.length.toLocaleString("en-US")} characters)` : text;
+}
+
+/**
+ * True for a value that looks like a credential, whatever key it was given
+ * under: kubeconfig text, a private key or certificate (PEM), a bearer token
+ * or JWT, a long run of base64 or hex. Errors never print such a value.
+ */
+export function looksLikeCredential(value: unknown): boolean {
+  const text = typeof value === "string" ? value : value !== null && typeof value === "object" ? JSON.stringify(value) ?? "" : "";
+  return (
+    /-----BEGIN [A-Z ]*(PRIVATE KEY|CERTIFICATE)-----/.test(text) ||
+    /\b(client-key-data|client-certificate-data|certificate-authority-data|token|password|secret|auth-provider)\b\s*["']?\s*:/i.test(text) ||
+    /\bkind:\s*Config\b/.test(text) ||
+    /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/.test(text) ||
+    [...text.matchAll(/(sha256:)?([A-Za-z0-9+/=_-]{40,})/g)].some(([, digest, run]) => !digest && randomLooking(run!))
+  );
+}
+
+/** A long run of mixed-case letters and digits (base64), or of hex digits: a key, not a name. */
+function randomLooking(run: string): boolean {
+  const digits = /[0-9]/.test(run);
+  return (digits && /[a-z]/.test(run) && /[A-Z]/.test(run)) || (digits && /^[0-9a-f]+$/i.test(run) && /[a-f]/i.test(run));
 }
 
 export function formatProblem(p: Problem): string {
-  return "value" in p ? `${p.key}: ${p.message} (got ${showValue(p.value)})` : `${p.key}: ${p.message}`;
+  if (!("value" in p)) return `${p.key}: ${p.message}`;
+  if (looksLikeCredential(p.value)) return `${p.key}: ${p.message} (value hidden: it looks like a credential)`;
+  return `${p.key}: ${p.message} (got ${showValue(p.value)})`;
 }
 
 /** Bad input: carries every problem found, each on its own line in `message`. */

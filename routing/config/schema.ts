@@ -4,37 +4,47 @@
 // the raw values into a `StackConfig` or one error listing every bad value.
 import { z } from "zod";
 import { checkShift, overlapProblem, type Shift } from "../shifts.js";
-import { parseDuration } from "../units.js";
+import { parseDuration, parseQuantity } from "../units.js";
+import { ANNOTATIONS_MAX_BYTES, isDnsSubdomain, isQualifiedName, labelSelectorProblem, QUALIFIED_NAME_HINT } from "./kubernetes.js";
 
 /** A Kubernetes object name that must also be a DNS label (RFC 1123). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_LABEL_HINT = "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
-/** A lower-case DNS name (RFC 1123 subdomain). */
-const DNS_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS_NAME_HINT = "a lower-case DNS name such as example.org (labels of letters, digits and '-', joined by dots, at most 253 characters)";
+const DNS_NAME_HINT = "a lower-case DNS name such as example.org (labels of at most 63 letters, digits and '-', joined by dots, at most 253 characters)";
 
 export const dnsLabel = z
   .string({ error: `must be ${DNS_LABEL_HINT}` })
   .max(63, { error: `must be ${DNS_LABEL_HINT}` })
   .regex(DNS_LABEL, { error: `must be ${DNS_LABEL_HINT}` });
 
-const dnsName = z
-  .string({ error: `must be ${DNS_NAME_HINT}` })
-  .max(253, { error: `must be ${DNS_NAME_HINT}` })
-  .regex(DNS_NAME, { error: `must be ${DNS_NAME_HINT}` });
+const dnsName = z.string({ error: `must be ${DNS_NAME_HINT}` }).refine(isDnsSubdomain, { error: `must be ${DNS_NAME_HINT}` });
 
-/** Durations as Go/Kubernetes write them: 250ms, 5s, 10m, 1h (one unit). */
-const duration = z
-  .string({ error: "must be a duration such as 250ms, 5s, 10m or 1h" })
-  .refine((text) => parseDuration(text, ["ms", "s", "m", "h"]) !== undefined, { error: "must be a duration such as 250ms, 5s, 10m or 1h" });
+/**
+ * A duration as Go and Kubernetes write them (250ms, 5s, 10m, 1h: one unit),
+ * from `min` to `max` (what Envoy accepts for the field it sets, and what makes sense).
+ */
+const duration = (min: string, max: string) => {
+  const [lo, hi] = [parseDuration(min)!, parseDuration(max)!];
+  const error = `must be a duration from ${min} to ${max}, written like 250ms, 5s, 10m or 1h`;
+  return z.string({ error }).refine((text) => {
+    const ms = parseDuration(text, ["ms", "s", "m", "h"]);
+    return ms !== undefined && ms >= lo && ms <= hi;
+  }, { error });
+};
 
-/** Kubernetes resource quantities (cpu: 500m, 2; memory: 256Mi, 1Gi). */
-const cpuQuantity = z
-  .string({ error: "must be a CPU quantity such as 250m or 2" })
-  .regex(/^(\d+m|\d+(\.\d+)?)$/, { error: "must be a CPU quantity such as 250m or 2" });
-const memoryQuantity = z
-  .string({ error: "must be a memory quantity such as 256Mi or 1Gi" })
-  .regex(/^\d+(Ki|Mi|Gi|Ti|k|M|G|T)?$/, { error: "must be a memory quantity such as 256Mi or 1Gi" });
+/** Kubernetes resource quantities (cpu: 500m, 0.5, 2; memory: 256Mi, 1Gi, 1.5G), more than zero. */
+const CPU_HINT = "must be a CPU quantity Kubernetes accepts, such as 250m, 0.5 or 2, of at least 1m";
+const MEMORY_HINT = "must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1.5G: a whole number of bytes, more than zero";
+/** Each resource's quantity, when it is one the schema accepts. */
+const QUANTITY_OK = {
+  cpu: (q: unknown) => typeof q === "string" && (parseQuantity(q) ?? 0) >= 0.001,
+  memory: (q: unknown) => {
+    const bytes = typeof q === "string" ? parseQuantity(q) : undefined;
+    return bytes !== undefined && bytes >= 1 && Number.isInteger(Math.round(bytes * 1e6) / 1e6);
+  },
+};
+const cpuQuantity = z.string({ error: CPU_HINT }).refine(QUANTITY_OK.cpu, { error: CPU_HINT });
+const memoryQuantity = z.string({ error: MEMORY_HINT }).refine(QUANTITY_OK.memory, { error: MEMORY_HINT });
 
 /** A whole number in [min, max]; every failure says the same thing: what is allowed. */
 const intIn = (min: number, max: number, what = "a whole number") => {
@@ -43,42 +53,72 @@ const intIn = (min: number, max: number, what = "a whole number") => {
 };
 const port = intIn(1, 65535, "a port number");
 
-const k8sLabelKey = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const k8sLabelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 /** An equality-based label selector: `key=value` terms joined by commas. */
-const labelSelector = z
-  .string({ error: "must be a label selector such as envoy-gateways.io/routes=dev" })
-  .refine(
-    (s) =>
-      s.length > 0 &&
-      s.split(",").every((term) => {
-        const m = /^([^=!]+)(==?|!=)(.*)$/.exec(term.trim());
-        return !!m && k8sLabelKey.test(m[1]!.trim()) && k8sLabelValue.test(m[3]!.trim());
-      }),
-    { error: "must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev" },
-  );
+const labelSelector = z.string({ error: "must be a label selector such as envoy-gateways.io/routes=dev" }).superRefine((s, ctx) => {
+  const problem = labelSelectorProblem(s);
+  if (problem) ctx.addIssue({ code: "custom", message: `must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev: ${problem}`, input: s });
+});
 
-/**
- * An Envoy image pinned to a version tag or a digest: `envoyproxy/envoy:v1.40.0`
- * or `...@sha256:<64 hex>`. `latest`, a missing tag or a non-version tag is refused.
- */
-const PINNED_IMAGE = /^[a-z0-9]+([._\/:-][a-z0-9]+)*?(:v?\d+\.\d+\.\d+([-.][0-9A-Za-z.-]+)?)?(@sha256:[a-f0-9]{64})?$/;
-/** True when an image reference names a version tag (v1.40.0, 1.40.0-rc1) or a sha256 digest; never latest or untagged. */
-export function isPinnedImage(image: string): boolean {
-  return PINNED_IMAGE.test(image) && (/:v?\d+\.\d+\.\d+[^/]*$/.test(image.split("@")[0]!) || /@sha256:[a-f0-9]{64}$/.test(image));
-}
-const envoyImage = z
-  .string({ error: "must be an image reference pinned to a version tag or digest, such as envoyproxy/envoy:v1.40.0" })
-  .refine(isPinnedImage, {
-    error: "must be pinned to a version tag or a digest (envoyproxy/envoy:v1.40.0 or ...@sha256:<64 hex>), never latest or untagged",
+/** Annotations of an object: keys Kubernetes accepts, string values, 256 KiB in all. */
+const annotations = z
+  .record(z.string(), z.string({ error: "annotation values must be strings" }))
+  .superRefine((map, ctx) => {
+    let bytes = 0;
+    for (const [key, value] of Object.entries(map)) {
+      if (!isQualifiedName(key)) ctx.addIssue({ code: "custom", path: [key], message: `the annotation key must be ${QUALIFIED_NAME_HINT}`, input: key });
+      bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
+    }
+    if (bytes > ANNOTATIONS_MAX_BYTES) ctx.addIssue({ code: "custom", message: `hold ${bytes.toLocaleString("en-US")} bytes; Kubernetes allows ${ANNOTATIONS_MAX_BYTES.toLocaleString("en-US")} in all`, input: undefined });
   });
 
-const resources = z.strictObject({
-  /** Requested CPU and memory (the scheduler reserves these). */
-  requests: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
-  /** CPU and memory limits; the memory limit also sizes Envoy's heap overload action. */
-  limits: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
+/** The parts of an image reference ([registry[:port]/]path[:tag][@sha256:<64 hex>]), or undefined when it is not one reference. */
+export function parseImageReference(image: string): { name: string; tag?: string; digest?: string } | undefined {
+  const m = /^([^@]+?)(?::([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(sha256:[a-f0-9]{64}))?$/.exec(image);
+  if (!m) return undefined;
+  const [, name, tag, digest] = m as unknown as [string, string, string | undefined, string | undefined];
+  const components = name.split("/");
+  // A first component with a dot or a port, or localhost, is the registry.
+  const registry = components.length > 1 && /[.:]|^localhost$/.test(components[0]!) ? components.shift()! : undefined;
+  if (registry !== undefined && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$/.test(registry)) return undefined;
+  if (!components.every((c) => /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*$/.test(c))) return undefined;
+  if (image.length > 255 + 129 + 72) return undefined;
+  return { name, ...(tag !== undefined ? { tag } : {}), ...(digest !== undefined ? { digest } : {}) };
+}
+
+const IMAGE_HINT = "one image reference such as envoyproxy/envoy:v1.40.0, registry.example.org:5000/team/app:1.2.3 or ...@sha256:<64 hex>";
+
+/**
+ * True when an image reference is pinned: a version tag (v1.40.0,
+ * 1.40.0-rc1) or a sha256 digest; never latest or untagged.
+ */
+export function isPinnedImage(image: string): boolean {
+  const ref = parseImageReference(image);
+  return ref !== undefined && (ref.digest !== undefined || (ref.tag !== undefined && /^v?\d+\.\d+\.\d+([-.+][0-9A-Za-z.-]+)?$/.test(ref.tag)));
+}
+
+const imageReference = z
+  .string({ error: `must be ${IMAGE_HINT}` })
+  .refine((image) => parseImageReference(image) !== undefined, { error: `must be ${IMAGE_HINT}`, abort: true });
+
+const envoyImage = imageReference.refine(isPinnedImage, {
+  error: "must be pinned to a version tag or a digest (envoyproxy/envoy:v1.40.0 or ...@sha256:<64 hex>), never latest or untagged",
 });
+
+const resources = z
+  .strictObject({
+    /** Requested CPU and memory (the scheduler reserves these). */
+    requests: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
+    /** CPU and memory limits; the memory limit also sizes Envoy's heap overload action. */
+    limits: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
+  })
+  .superRefine((r, ctx) => {
+    for (const kind of ["cpu", "memory"] as const) {
+      // A bad quantity is reported as such, once; only two good ones are compared.
+      if (!QUANTITY_OK[kind](r?.requests?.[kind]) || !QUANTITY_OK[kind](r?.limits?.[kind])) continue;
+      const [request, limit] = [parseQuantity(r.requests[kind])!, parseQuantity(r.limits[kind])!];
+      if (request > limit) ctx.addIssue({ code: "custom", path: ["requests", kind], message: `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`, input: r.requests[kind] });
+    }
+  });
 
 const gatewayService = z.strictObject({
   /** Kubernetes Service type in front of the gateway pods. */
@@ -86,7 +126,7 @@ const gatewayService = z.strictObject({
   /** A static load-balancer IP (optional). */
   loadBalancerIP: z.ipv4({ error: "must be an IPv4 address" }).optional(),
   /** Annotations for the Service (cloud load-balancer settings, such as an internal LB). */
-  annotations: z.record(z.string(), z.string({ error: "annotation values must be strings" })).default({}),
+  annotations: annotations.default({}),
 });
 
 const gatewayTls = z.strictObject({
@@ -154,8 +194,8 @@ const productionService = z.strictObject({
   websocket: z.boolean({ error: "must be true or false" }).default(false),
   /** Extra public hosts routed to this service on the external gateway (such as the bare domain for www). */
   aliases: z.array(dnsName).default([]),
-  /** Container image: when set, the program also declares the service's Deployment. */
-  image: z.string({ error: "must be an image reference" }).min(1).optional(),
+  /** Container image: when set, the program also declares the service's Deployment (pinning is the policy pack's images-pinned rule). */
+  image: imageReference.optional(),
   /** Versions (stacks) running side by side, each behind a headless Service <name>-<version>; traffic moves between them by shifts. */
   versions: z.array(dnsLabel).min(2, { error: "must list at least two versions (leave it out for a single one)" }).optional(),
 });
@@ -186,13 +226,13 @@ const upstream = z.strictObject({
   /** Load-balancing policy across the pods of a service. */
   lbPolicy: z.enum(["ROUND_ROBIN", "LEAST_REQUEST"], { error: "must be ROUND_ROBIN or LEAST_REQUEST" }).default("LEAST_REQUEST"),
   /** TCP+TLS connect timeout to a pod. */
-  connectTimeout: duration.default("3s"),
+  connectTimeout: duration("1ms", "1h").default("3s"),
   /** How often pod addresses are re-resolved when DNS gives no TTL (TTLs are honoured). */
-  dnsRefreshRate: duration.default("5s"),
+  dnsRefreshRate: duration("1ms", "1h").default("5s"),
   /** Protocol spoken to the pods over TLS. */
   protocol: z.enum(["http1", "http2"], { error: "must be http1 or http2" }).default("http1"),
   /** Close pooled upstream connections idle this long. */
-  idleTimeout: duration.default("300s"),
+  idleTimeout: duration("0s", "720h").default("300s"),
   /** Circuit breakers, per service and gateway replica. */
   maxConnections: intIn(1, 1_000_000).default(1024),
   maxPendingRequests: intIn(1, 1_000_000).default(1024),
@@ -200,11 +240,11 @@ const upstream = z.strictObject({
   /** Outlier detection: eject a pod after this many consecutive 5xx. */
   consecutive5xx: intIn(1, 1000).default(5),
   /** Outlier detection: how long an ejected pod stays out (times the ejection count). */
-  baseEjectionTime: duration.default("30s"),
+  baseEjectionTime: duration("1ms", "1h").default("30s"),
   /** Outlier detection: at most this percent of a service's pods are ejected. */
   maxEjectionPercent: intIn(1, 100, "a percentage").default(50),
   /** Timeout of a whole request to a service (0s: none; streams are bounded by the idle timeouts). */
-  routeTimeout: duration.default("0s"),
+  routeTimeout: duration("0s", "720h").default("0s"),
 });
 
 const edge = z.strictObject({
@@ -215,15 +255,15 @@ const edge = z.strictObject({
   /** Maximum size of request headers, in KiB. */
   maxRequestHeadersKb: intIn(1, 8192, "a whole number of KiB").default(60),
   /** Close downstream connections idle this long. */
-  idleTimeout: duration.default("1h"),
+  idleTimeout: duration("0s", "720h").default("1h"),
   /** Reset streams with no activity for this long. */
-  streamIdleTimeout: duration.default("300s"),
+  streamIdleTimeout: duration("0s", "720h").default("300s"),
   /** Time allowed to receive a whole request. */
-  requestTimeout: duration.default("300s"),
+  requestTimeout: duration("0s", "720h").default("300s"),
   /** Time allowed to receive the request headers. */
-  requestHeadersTimeout: duration.default("10s"),
+  requestHeadersTimeout: duration("0s", "720h").default("10s"),
   /** Stream idle timeout on websocket routes. */
-  websocketIdleTimeout: duration.default("1h"),
+  websocketIdleTimeout: duration("0s", "720h").default("1h"),
   /** HTTP/2: concurrent streams per connection. */
   http2MaxConcurrentStreams: intIn(1, 2147483647).default(100),
   /** HTTP/2: initial stream window, in bytes. */
@@ -279,7 +319,7 @@ const auth = z.strictObject({
   /** Login page a 401 redirects to; the original URL is appended as next=... (default https://auth.<domain>/login). */
   loginUrl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://auth.example.org/login" }).optional(),
   /** Time allowed for one check. */
-  timeout: duration.default("500ms"),
+  timeout: duration("1ms", "1h").default("500ms"),
   /** Request headers passed to the auth service (case-insensitive). */
   allowedHeaders: z.array(z.string().regex(/^[a-z0-9-]+$/, { error: "must be lower-case header names" })).default(["cookie", "authorization"]),
 });
@@ -357,11 +397,110 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
     else if ((GATEWAYS as readonly string[]).includes(name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of a gateway's own Service; choose another name` });
     else seen.set(name, i);
   });
-  problems.push(...shiftConfigProblems(raw));
+  problems.push(...shiftConfigProblems(raw), ...derivedNameProblems(raw));
   if (typeof raw.domain === "string" && raw.domain === raw.internalDomain) {
     problems.push({ path: ["internalDomain"], input: raw.internalDomain, message: "must differ from domain" });
   }
   return problems;
+}
+
+type CrossKeyProblem = { path: (string | number)[]; input: unknown; message: string };
+
+/**
+ * The names the program derives from the config: each gateway's hosts
+ * (<service>.<domain>, the aliases it serves, its dev/PR host), the Services
+ * of the versions (<service>-<version>) and their DNS names. Each must be a
+ * name Kubernetes and DNS accept, and no two may coincide: a clash is
+ * reported on the later key, naming the earlier one.
+ */
+function derivedNameProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
+  // One problem per key, whatever the number of names it spoils (one on each gateway, say).
+  const byKey = new Map<string, CrossKeyProblem>();
+  const out = {
+    push(p: CrossKeyProblem) {
+      const key = pathKey(p.path);
+      const first = byKey.get(key);
+      if (first) first.message += `; ${p.message}`;
+      else byKey.set(key, { ...p });
+    },
+  };
+  const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+  const services = (Array.isArray(raw.services) ? raw.services : []) as { name?: unknown; versions?: unknown; aliases?: unknown }[];
+  const gateways = (raw.gateways && typeof raw.gateways === "object" ? raw.gateways : {}) as Record<string, Record<string, unknown> | undefined>;
+  const namespace = str(raw.namespace) ?? "default";
+  const clusterDomain = str(raw.clusterDomain) ?? "cluster.local";
+  // A bad or duplicate name is reported by the schema and the checks above, once: not again here.
+  const firstOf = new Map<string, number>();
+  services.forEach((s, i) => {
+    const name = str(s?.name);
+    if (name && isDnsLabelName(name) && !firstOf.has(name)) firstOf.set(name, i);
+  });
+  const valid = (name: string | undefined, i: number): name is string => name !== undefined && firstOf.get(name) === i;
+
+  for (const gateway of GATEWAYS) {
+    const g = gateways[gateway] ?? {};
+    const domain = str(g.domain) ?? str(raw[GATEWAY_ROLES[gateway].domainKey]);
+    if (!domain || !isDnsSubdomain(domain)) continue;
+    const devHost = str(g.devHost) ?? `internal.${domain}`;
+    const serveAliases = typeof g.serveAliases === "boolean" ? g.serveAliases : GATEWAY_ROLES[gateway].serveAliases;
+    const hosts = new Map<string, string>([[devHost, `the dev/PR host of ${gateway} (envoy-gateways:gateways.${gateway}.devHost)`]]);
+    // The default dev/PR host: a given one was checked as a DNS name already. Too long, the domain is at fault, for every host.
+    if (g.devHost === undefined && !isDnsSubdomain(devHost)) {
+      out.push({ path: [GATEWAY_ROLES[gateway].domainKey], input: domain, message: `gives ${gateway} hosts longer than the 253 characters DNS allows (its dev/PR host internal.<domain>, and <service>.<domain>); shorten it (or set gateways.${gateway}.devHost)` });
+      continue;
+    }
+    const claim = (host: string, path: (string | number)[], what: string) => {
+      const other = hosts.get(host);
+      if (other) out.push({ path, input: host, message: `${what} ${host} on ${gateway} is also ${other}; each host is served once` });
+      else hosts.set(host, `${what} of envoy-gateways:${pathKey(path)}`);
+    };
+    services.forEach((s, i) => {
+      const name = str(s?.name);
+      if (!valid(name, i)) return;
+      const host = `${name}.${domain}`;
+      if (!isDnsSubdomain(host)) out.push({ path: ["services", i, "name"], input: name, message: `gives the host ${host} on ${gateway}, longer than the 253 characters DNS allows` });
+      else claim(host, ["services", i, "name"], "the host");
+      if (!serveAliases || !Array.isArray(s.aliases)) return;
+      s.aliases.forEach((alias: unknown, j: number) => {
+        if (typeof alias === "string" && isDnsSubdomain(alias)) claim(alias, ["services", i, "aliases", j], "the alias");
+      });
+    });
+  }
+
+  // Kubernetes Services: <service> for a single version, <service>-<version> for each of several.
+  const owners = new Map<string, string>();
+  services.forEach((s, i) => {
+    const name = str(s?.name);
+    if (!valid(name, i)) return;
+    const versions = Array.isArray(s.versions) ? s.versions : undefined;
+    const own = (service: string, path: (string | number)[], what: string) => {
+      const other = owners.get(service);
+      if (other) out.push({ path, input: path.length === 4 ? versions![path[3] as number] : name, message: `${what} is the Service ${service}, which is also ${other}; choose another name` });
+      else owners.set(service, `the Service of envoy-gateways:${pathKey(path)}`);
+      const host = `${service}.${namespace}.svc.${clusterDomain}`;
+      if (host.length > 253) out.push({ path, input: service, message: `${what}'s Service name gives the upstream host ${host}, longer than the 253 characters DNS allows` });
+    };
+    if (!versions) return own(name, ["services", i, "name"], "this service");
+    const seen = new Set<string>();
+    versions.forEach((v: unknown, j: number) => {
+      if (typeof v !== "string" || !isDnsLabelName(v)) return;
+      if (seen.has(v)) return out.push({ path: ["services", i, "versions", j], input: v, message: `is listed twice; each version is listed once` });
+      seen.add(v);
+      const service = `${name}-${v}`;
+      if (service.length > 63) return out.push({ path: ["services", i, "versions", j], input: v, message: `gives the Service ${service}, longer than the 63 characters a Kubernetes name allows` });
+      own(service, ["services", i, "versions", j], "this version");
+    });
+  });
+  return [...byKey.values()];
+}
+
+function isDnsLabelName(name: string): boolean {
+  return name.length <= 63 && DNS_LABEL.test(name);
+}
+
+/** A path as the config key after the project prefix: services[2].aliases[0]. */
+function pathKey(path: readonly (string | number)[]): string {
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
 }
 
 /** Shifts against the services they move: known service with versions, the checks every shift gets, no overlaps, every multi-version service shifted. */

@@ -58,7 +58,9 @@ describe("stack config", () => {
     ["image tagged latest", "envoyImage", "envoyproxy/envoy:latest", "envoy-gateways:envoyImage", /never latest or untagged.*got "envoyproxy\/envoy:latest"/],
     ["image without tag", "envoyImage", "envoyproxy/envoy", "envoy-gateways:envoyImage", /pinned to a version tag or a digest/],
     ["image with a non-version tag", "envoyImage", "envoyproxy/envoy:dev", "envoy-gateways:envoyImage", /pinned/],
-    ["image with a short digest", "envoyImage", "envoyproxy/envoy@sha256:abc", "envoy-gateways:envoyImage", /pinned/],
+    ["image with a short digest", "envoyImage", "envoyproxy/envoy@sha256:abc", "envoy-gateways:envoyImage", /must be one image reference such as envoyproxy\/envoy:v1\.40\.0.*got "envoyproxy\/envoy@sha256:abc"/],
+    ["image with two tags", "envoyImage", "envoyproxy/envoy:v1.40.0:v1.41.0", "envoy-gateways:envoyImage", /must be one image reference/],
+    ["service image with upper case", "services.0.image", "Team/App:1.0.0", "envoy-gateways:services[0].image", /must be one image reference/],
     ["no internal-gateway", "gateways.internal-gateway", undefined, "envoy-gateways:gateways.internal-gateway", /is required/],
     ["zero replicas", "gateways.gateway.replicas", 0, "envoy-gateways:gateways.gateway.replicas", /whole number of replicas from 1 to 100 \(got 0\)/],
     ["fractional replicas", "gateways.gateway.replicas", 1.5, "envoy-gateways:gateways.gateway.replicas", /whole number of replicas/],
@@ -88,7 +90,7 @@ describe("stack config", () => {
     ["auth path without slash", "auth", { pathPrefix: "verify" }, "envoy-gateways:auth.pathPrefix", /path starting with \//],
     ["login URL not a URL", "auth", { loginUrl: "auth.example.org/login" }, "envoy-gateways:auth.loginUrl", /http\(s\) URL/],
     ["auth port out of range", "auth", { port: 70000 }, "envoy-gateways:auth.port", /port number from 1 to 65,535/],
-    ["auth timeout without unit", "auth", { timeout: "500" }, "envoy-gateways:auth.timeout", /duration such as 250ms/],
+    ["auth timeout without unit", "auth", { timeout: "500" }, "envoy-gateways:auth.timeout", /duration from 1ms to 1h, written like 250ms.*got "500"/],
     ["unknown load-balancing policy", "upstream", { lbPolicy: "RANDOM" }, "envoy-gateways:upstream.lbPolicy", /ROUND_ROBIN or LEAST_REQUEST.*got "RANDOM"/],
     ["connect timeout with a space", "upstream", { connectTimeout: "3 s" }, "envoy-gateways:upstream.connectTimeout", /duration/],
     ["upstream protocol", "upstream", { protocol: "http3" }, "envoy-gateways:upstream.protocol", /http1 or http2/],
@@ -133,3 +135,76 @@ describe("stack config", () => {
     expect(cases.length).toBeGreaterThanOrEqual(30);
   });
 });
+
+describe("values that look like credentials", () => {
+  it("are never printed in an error, whatever the key", () => {
+    const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----";
+    const kube = "apiVersion: v1\nkind: Config\nusers: [{name: a, user: {client-key-data: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t}}]";
+    const token = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+    for (const [key, value] of [["sslKey", pem], ["kubeconfg", kube], ["githubToken", token]] as const) {
+      const problems = problemsOf({ ...minimalRaw(), [key]: value });
+      expect(problems, key).toEqual([expect.stringMatching(new RegExp(`^envoy-gateways:${key}: unknown key; allowed: .*\\(value hidden: it looks like a credential\\)$`))]);
+    }
+  });
+  it("still show a long name or a digest as written", () => {
+    const label = "a".repeat(64);
+    expect(problemsOf(withValue(minimalRaw(), "namespace", label))[0]).toContain(`(got "${label}")`);
+    const image = `envoyproxy/envoy:v1.40.0:v1.41.0@sha256:${"ab12".repeat(16)}`;
+    expect(problemsOf(withValue(minimalRaw(), "envoyImage", image))[0]).toContain(image);
+  });
+});
+
+describe("names the program derives, and values Kubernetes or Envoy would refuse", () => {
+  const shiftOf = (service: string, from: string, to: string) => ({ service, from, to, policy: "linear", start: "2026-12-01T10:00:00Z", duration: "1h" });
+  const long = (n: number) => `${"a".repeat(63)}.`.repeat(Math.floor(n / 64)) + "b".repeat(n % 64 || 1);
+  const services = (list: unknown[]) => withValue(minimalRaw(), "services", list);
+  // Each case: what to change, the problems it must give (exactly these), matched in order.
+  const cases: [string, Record<string, unknown>, RegExp[]][] = [
+    ["a domain label of 64 characters", withValue(minimalRaw(), "domain", `${"a".repeat(64)}.org`), [/^envoy-gateways:domain: must be a lower-case DNS name .*labels of at most 63/]],
+    ["a service host over 253 characters", withValue(withValue(minimalRaw(), "domain", long(200)), "services", [{ name: "s".repeat(60), replicas: 1 }]), [/^envoy-gateways:services\[0\]\.name: gives the host s{60}\..* on gateway, longer than the 253 characters DNS allows/]],
+    ["a domain too long for the dev/PR host", withValue(minimalRaw(), "domain", long(246)), [/^envoy-gateways:domain: gives gateway hosts longer than the 253 characters DNS allows \(its dev\/PR host internal\.<domain>, and <service>\.<domain>\); shorten it/]],
+    ["a service named like the dev/PR host", services([{ name: "internal", replicas: 2 }]), [/^envoy-gateways:services\[0\]\.name: the host internal\.example\.org on gateway is also the dev\/PR host of gateway \(envoy-gateways:gateways\.gateway\.devHost\); each host is served once; the host internal\.example\.internal on internal-gateway is also the dev\/PR host of internal-gateway/]],
+    [
+      "a version whose Service is another service",
+      withValue(services([{ name: "batch", replicas: 2, versions: ["driver", "v2"] }, { name: "batch-driver", replicas: 1 }]), "shifts", [shiftOf("batch", "driver", "v2")]),
+      [/^envoy-gateways:services\[1\]\.name: this service is the Service batch-driver, which is also the Service of envoy-gateways:services\[0\]\.versions\[0\]; choose another name/],
+    ],
+    [
+      "two versions giving the same Service",
+      withValue(services([{ name: "a", replicas: 1, versions: ["b-c", "d"] }, { name: "a-b", replicas: 1, versions: ["c", "e"] }]), "shifts", [shiftOf("a", "b-c", "d"), shiftOf("a-b", "c", "e")]),
+      [/^envoy-gateways:services\[1\]\.versions\[0\]: this version is the Service a-b-c, which is also the Service of envoy-gateways:services\[0\]\.versions\[0\]/],
+    ],
+    ["an alias that is another service's host", services([{ name: "www", replicas: 2, aliases: ["batch.example.org"] }, { name: "batch", replicas: 2 }]), [/^envoy-gateways:services\[1\]\.name: the host batch\.example\.org on gateway is also the alias of envoy-gateways:services\[0\]\.aliases\[0\]/]],
+    ["one alias on two services", services([{ name: "www", replicas: 2, aliases: ["example.org"] }, { name: "web", replicas: 2, aliases: ["example.org"] }]), [/^envoy-gateways:services\[1\]\.aliases\[0\]: the alias example\.org on gateway is also the alias of envoy-gateways:services\[0\]\.aliases\[0\]/]],
+    ["a version listed twice", withValue(services([{ name: "batch", replicas: 2, versions: ["blue", "green", "blue"] }]), "shifts", [shiftOf("batch", "blue", "green")]), [/^envoy-gateways:services\[0\]\.versions\[2\]: is listed twice/]],
+    ["a version Service over 63 characters", withValue(services([{ name: "b".repeat(40), replicas: 2, versions: ["v".repeat(30), "w"] }]), "shifts", [shiftOf("b".repeat(40), "v".repeat(30), "w")]), [/^envoy-gateways:services\[0\]\.versions\[0\]: gives the Service b{40}-v{30}, longer than the 63 characters a Kubernetes name allows/]],
+    ["a CPU request above its limit", withValue(minimalRaw(), "gateways.gateway.resources.requests.cpu", "2"), [/^envoy-gateways:gateways\.gateway\.resources\.requests\.cpu: must be at most the limit \(limits\.cpu: 1\); Kubernetes refuses a request above its limit \(got "2"\)$/]],
+    ["a memory request above its limit", withValue(minimalRaw(), "gateways.gateway.resources.requests.memory", "1Gi"), [/^envoy-gateways:gateways\.gateway\.resources\.requests\.memory: must be at most the limit \(limits\.memory: 512Mi\)/]],
+    ["a memory quantity with an unknown suffix", withValue(minimalRaw(), "gateways.gateway.resources.limits.memory", "1GB"), [/^envoy-gateways:gateways\.gateway\.resources\.limits\.memory: must be a memory quantity Kubernetes accepts.*\(got "1GB"\)$/]],
+    ["a fraction of a byte", withValue(minimalRaw(), "gateways.gateway.resources.limits.memory", "1500m"), [/limits\.memory: must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1\.5G: a whole number of bytes/]],
+    ["a zero CPU limit", withValue(minimalRaw(), "gateways.gateway.resources.limits.cpu", "0"), [/limits\.cpu: must be a CPU quantity Kubernetes accepts, such as 250m, 0\.5 or 2, of at least 1m \(got "0"\)/]],
+    ["a negative CPU request", withValue(minimalRaw(), "gateways.gateway.resources.requests.cpu", "-1"), [/requests\.cpu: must be a CPU quantity/]],
+    ["an annotation key Kubernetes refuses", withValue(minimalRaw(), "gateways.gateway.service", { annotations: { "cloud/lb/type": "x" } }), [/^envoy-gateways:gateways\.gateway\.service\.annotations\.cloud\/lb\/type: the annotation key must be a Kubernetes label or annotation key/]],
+    ["annotations over 256 KiB", withValue(minimalRaw(), "gateways.gateway.service", { annotations: { big: "x".repeat(300_000) } }), [/^envoy-gateways:gateways\.gateway\.service\.annotations: hold 300,003 bytes; Kubernetes allows 262,144 in all$/]],
+    ["a selector value of 64 characters", withValue(minimalRaw(), "devNamespaces", { selector: `routes=${"d".repeat(64)}` }), [/^envoy-gateways:devNamespaces\.selector: must be a label selector .*: value "d{64}" of routes is not a label value/]],
+    ["a selector key with a bad prefix", withValue(minimalRaw(), "devNamespaces", { selector: "Routes.IO/x=dev" }), [/devNamespaces\.selector: must be a label selector .*: key "Routes\.IO\/x" is not a Kubernetes label or annotation key/]],
+    ["a zero connect timeout", withValue(minimalRaw(), "upstream", { connectTimeout: "0s" }), [/^envoy-gateways:upstream\.connectTimeout: must be a duration from 1ms to 1h, written like 250ms, 5s, 10m or 1h \(got "0s"\)$/]],
+    ["a timeout too large to encode", withValue(minimalRaw(), "upstream", { routeTimeout: "99999999999h" }), [/^envoy-gateways:upstream\.routeTimeout: must be a duration from 0s to 720h.*\(got "99999999999h"\)$/]],
+  ];
+  it.each(cases)("refuses %s, once, naming the key and the value", (_, raw, expected) => {
+    const problems = problemsOf(raw);
+    expect(problems, problems.join("\n")).toHaveLength(expected.length);
+    expected.forEach((pattern, i) => expect(problems[i]).toMatch(pattern));
+  });
+
+  it("accepts what Kubernetes and Envoy accept", () => {
+    let raw = withValue(minimalRaw(), "gateways.gateway.resources", { requests: { cpu: "0.5", memory: "1.5Gi" }, limits: { cpu: "1500m", memory: "2e9" } });
+    raw = withValue(raw, "gateways.gateway.service", { annotations: { "networking.gke.io/load-balancer-type": "Internal", plain: "" } });
+    raw = withValue(raw, "devNamespaces", { selector: "team.example.org/routes=dev,tier!=prod" });
+    raw = withValue(raw, "upstream", { routeTimeout: "0s", connectTimeout: "250ms" });
+    raw = withValue(raw, "services", [{ name: "batch", replicas: 2, versions: ["blue", "green"] }, { name: "batch-driver", replicas: 1 }]);
+    raw = withValue(raw, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "atomic", start: "2026-12-01T10:00:00Z", duration: "1h" }]);
+    expect(() => parseStackConfig(raw)).not.toThrow();
+  });
+});
+

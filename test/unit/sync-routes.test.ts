@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { engineErrorLines } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
-import { plan, recorded, report, routeChanges } from "../../route-sync/sync.js";
+import { plan, recorded, report, routeChanges, writeLive } from "../../route-sync/sync.js";
 import { renderRoutes } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
@@ -25,8 +25,8 @@ describe("sync-routes report", () => {
       removed: ["pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)"],
       changed: [],
     });
-    expect(report({ ...changes, unchanged: false, liveSeconds: 0.44, recordedSeconds: 9.81 }).at(-1)).toBe("routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed");
-    expect(report({ added: [], removed: [], changed: [], unchanged: true, liveSeconds: 0.63 })).toEqual(["nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run"]);
+    expect(report({ ...changes, unchanged: false, steps: {}, liveSeconds: 0.44, recordedSeconds: 9.81 }).at(-1)).toBe("routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed");
+    expect(report({ added: [], removed: [], changed: [], unchanged: true, steps: {}, liveSeconds: 0.63 })).toEqual(["nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run"]);
   });
 
   it("reports nothing for an unchanged state", () => {
@@ -65,5 +65,14 @@ describe("sync-routes: what needs an engine run", () => {
   });
   it("a record when the kubeconfig to write with changed", () => {
     expect(plan(stateOf(dev, at), { config, kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(false);
+  });
+
+  it("validates every gateway's files before it writes any: too many routes for a ConfigMap write nothing", async () => {
+    const many: Record<string, string[]> = {};
+    for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
+    // Were anything written, it would go to this API server, which does not exist: the error would say so.
+    const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
+    const planned = plan(stateOf(dev, at), { config, kubeconfig }, many, at);
+    await expect(writeLive(planned, many, at)).rejects.toThrow(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
   });
 });
