@@ -15,30 +15,48 @@
 //
 // Entries are checked when the routing table is built (every problem at once).
 import { readFileSync } from "node:fs";
-import { parse } from "yaml";
 import { InputError } from "./config/errors.js";
+import { parseYamlSource, type YamlSource } from "./config/yaml-source.js";
 import type { DevNamespaces } from "./table.js";
 
+/** A namespaces file: the dev/PR namespaces it lists, and where each value was written. */
+export interface NamespacesFile {
+  devNamespaces: DevNamespaces;
+  source: YamlSource;
+}
+
 export function readNamespacesFile(path: string): DevNamespaces {
+  return readNamespacesSource(path).devNamespaces;
+}
+
+export function readNamespacesSource(path: string): NamespacesFile {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new InputError(`namespaces file ${path}`, [{ key: path, message: `cannot be read: ${(e as Error).message}` }]);
+    throw new InputError(`namespaces file ${path}`, [{ key: path, message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}` }]);
   }
   return parseNamespaces(text, path);
 }
 
-export function parseNamespaces(text: string, source: string): DevNamespaces {
-  let doc: unknown;
-  try {
-    doc = parse(text);
-  } catch (e) {
-    throw new InputError(`namespaces file ${source}`, [{ key: source, message: `is not valid YAML: ${(e as Error).message.split("\n")[0]}` }]);
-  }
-  if (doc === null || doc === undefined) return {};
+export function parseNamespaces(text: string, file: string): NamespacesFile {
+  const source = parseYamlSource(text, file, `namespaces file ${file}`);
+  const doc = source.value;
+  if (doc === null || doc === undefined) return { devNamespaces: {}, source };
   if (typeof doc !== "object" || Array.isArray(doc)) {
-    throw new InputError(`namespaces file ${source}`, [{ key: source, message: "must be a mapping of namespace -> list of services", value: doc }]);
+    throw new InputError(`namespaces file ${file}`, [{ key: file, message: "must be a mapping of namespace -> list of services", value: doc }]);
   }
-  return doc as DevNamespaces;
+  return { devNamespaces: doc as DevNamespaces, source };
+}
+
+/** The routing table's problems with the namespaces, each naming the file and the line (`ns.yaml:7: pr-1[0] (web).versions`) and its value as written. */
+export function locatedInFile(error: InputError, source: YamlSource): InputError {
+  return new InputError(
+    error.subject,
+    error.problems.map((p) => {
+      const at = p.path ? source.at(p.path) : undefined;
+      if (!at) return p;
+      return { ...p, key: `${source.file}:${at.line}: ${p.key}`, ...(at.written !== undefined && "value" in p ? { written: at.written } : {}) };
+    }),
+  );
 }

@@ -82,23 +82,23 @@ export function buildRoutingTable(config: RoutingConfig, devNamespaces: DevNames
   for (const namespace of Object.keys(devNamespaces).sort()) {
     const entries = devNamespaces[namespace] ?? [];
     if (!isDnsLabel(namespace)) {
-      problems.push({ key: namespace, message: `namespace must be ${LABEL_RULE}`, value: namespace });
+      problems.push({ key: namespace, message: `namespace must be ${LABEL_RULE}`, value: namespace, path: [namespace] });
       continue;
     }
     if (namespace === config.namespace) {
-      problems.push({ key: namespace, message: `is the production namespace (envoy-gateways:namespace); its services are routed as production services, not dev routes`, value: namespace });
+      problems.push({ key: namespace, message: `is the production namespace (envoy-gateways:namespace); its services are routed as production services, not dev routes`, value: namespace, path: [namespace] });
       continue;
     }
     if (!Array.isArray(entries)) {
-      problems.push({ key: namespace, message: "must be a list of services (names, or mappings with name)", value: entries });
+      problems.push({ key: namespace, message: "must be a list of services (names, or mappings with name)", value: entries, path: [namespace] });
       continue;
     }
     const seen = new Set<string>();
     entries.forEach((entry, i) => {
-      const service = devService(config, namespace, entry, `${namespace}[${i}]`, now, problems);
+      const service = devService(config, namespace, entry, [namespace, i], now, problems);
       if (!service) return;
       if (seen.has(service.name)) {
-        problems.push({ key: `${namespace}[${i}]`, message: `service ${service.name} is listed twice in namespace ${namespace}`, value: service.name });
+        problems.push({ key: `${namespace}[${i}]`, message: `service ${service.name} is listed twice in namespace ${namespace}`, value: service.name, path: [namespace, i] });
         return;
       }
       seen.add(service.name);
@@ -121,7 +121,7 @@ function productionService(config: RoutingConfig, s: RoutingConfig["services"][n
     id: routeId(config.namespace, s.name),
     namespace: config.namespace,
     name: s.name,
-    ...weighted(config.namespace, s.name, versions, shifts, now, key, problems),
+    ...weighted(config.namespace, s.name, versions, shifts, now, (message) => problems.push({ key, message })),
     rateLimit: s.rateLimit,
     websocket: s.websocket,
     aliases: [...s.aliases],
@@ -132,83 +132,104 @@ const SERVICE_KEYS = new Set(["name", "websocket", "versions", "shifts"]);
 const VERSION_KEYS = new Set(["version", "service"]);
 const SHIFT_KEYS = new Set(["from", "to", "policy", "start", "duration", "reversed"]);
 
+/** A problem's key in a dev service entry: `pr-1[0] (web).versions[1].service`, and its path in the namespaces. */
+type At = (path: readonly (string | number)[], message: string, value?: unknown) => Problem;
+
 /** One dev service entry (from a file or discovery: untyped data, read defensively), or undefined with its problems. */
-function devService(config: RoutingConfig, namespace: string, entry: unknown, key: string, now: Date, problems: Problem[]): RoutedService | undefined {
+function devService(config: RoutingConfig, namespace: string, entry: unknown, base: [string, number], now: Date, problems: Problem[]): RoutedService | undefined {
   const facts = (typeof entry === "string" ? { name: entry } : entry) as DevServiceFacts;
+  const key = `${base[0]}[${base[1]}]`;
   if (facts === null || typeof facts !== "object" || Array.isArray(facts)) {
-    problems.push({ key, message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)", value: entry });
+    problems.push({ key, message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)", value: entry, path: base });
     return undefined;
   }
   if (typeof facts.name !== "string" || !isDnsLabel(facts.name)) {
-    problems.push({ key, message: `service name must be ${LABEL_RULE}`, value: facts.name });
+    problems.push({ key, message: `service name must be ${LABEL_RULE}`, value: facts.name, path: typeof entry === "string" ? base : [...base, "name"] });
     return undefined;
   }
-  const where = `${key} (${facts.name})`;
+  const name = facts.name;
+  const at: At = (path, message, ...value) => ({
+    key: `${key} (${name})${path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("")}`,
+    message,
+    ...(value.length ? { value: value[0] } : {}),
+    path: [...base, ...path],
+  });
   const before = problems.length;
-  for (const k of Object.keys(facts)) if (!SERVICE_KEYS.has(k)) problems.push({ key: `${where}.${k}`, message: `unknown key; allowed: ${[...SERVICE_KEYS].join(", ")}` });
-  if (facts.websocket !== undefined && typeof facts.websocket !== "boolean") problems.push({ key: `${where}.websocket`, message: "must be true or false", value: facts.websocket });
-  const versions = devVersions(facts, namespace, config.clusterDomain, where, problems);
-  const shifts = devShifts(facts, versions?.map((v) => v.version) ?? [], where, problems);
+  for (const k of Object.keys(facts)) if (!SERVICE_KEYS.has(k)) problems.push(at([k], `unknown key; allowed: ${[...SERVICE_KEYS].join(", ")}`, (facts as unknown as Record<string, unknown>)[k]));
+  if (facts.websocket !== undefined && typeof facts.websocket !== "boolean") problems.push(at(["websocket"], "must be true or false", facts.websocket));
+  const versions = devVersions(facts, namespace, config.clusterDomain, at, problems);
+  const shifts = devShifts(facts, versionIds(facts), at, problems);
   if (!versions || !shifts || problems.length > before) return undefined;
   return {
     id: routeId(namespace, facts.name),
     namespace,
     name: facts.name,
-    ...weighted(namespace, facts.name, versions, shifts, now, `${where}.versions`, problems),
+    ...weighted(namespace, facts.name, versions, shifts, now, (message) => problems.push(at(["versions"], message))),
     rateLimit: config.devNamespaces.rateLimit,
     websocket: facts.websocket ?? false,
     aliases: [],
   };
 }
 
-function devVersions(facts: DevServiceFacts, namespace: string, clusterDomain: string, where: string, problems: Problem[]): DevVersionFacts[] | undefined {
+/** The version ids a service's shifts may name: the well-formed ones (a bad one is reported with the versions, not again as "not a version"). */
+function versionIds(facts: DevServiceFacts): string[] {
+  if (facts.versions === undefined) return [""];
+  if (!Array.isArray(facts.versions)) return [];
+  return facts.versions.flatMap((v: unknown) => {
+    const id = (v as { version?: unknown } | null)?.version;
+    return typeof id === "string" && isDnsLabel(id) ? [id] : [];
+  });
+}
+
+function devVersions(facts: DevServiceFacts, namespace: string, clusterDomain: string, at: At, problems: Problem[]): DevVersionFacts[] | undefined {
   const list: unknown = facts.versions ?? [{ version: "", service: facts.name }];
   if (!Array.isArray(list) || list.length === 0) {
-    problems.push({ key: `${where}.versions`, message: "must list at least one version", value: list });
+    problems.push(at(["versions"], "must list at least one version", list));
     return undefined;
   }
   const seen = new Set<string>();
+  const services = new Set<string>();
   const before = problems.length;
   list.forEach((v: DevVersionFacts, i) => {
-    const at = `${where}.versions[${i}]`;
     if (v === null || typeof v !== "object" || Array.isArray(v)) {
-      problems.push({ key: at, message: "must be a mapping with version and service", value: v });
+      problems.push(at(["versions", i], "must be a mapping with version and service", v));
       return;
     }
-    for (const k of Object.keys(v)) if (!VERSION_KEYS.has(k)) problems.push({ key: `${at}.${k}`, message: `unknown key; allowed: ${[...VERSION_KEYS].join(", ")}` });
+    for (const k of Object.keys(v)) if (!VERSION_KEYS.has(k)) problems.push(at(["versions", i, k], `unknown key; allowed: ${[...VERSION_KEYS].join(", ")}`, (v as unknown as Record<string, unknown>)[k]));
     if (typeof v.version !== "string" || (list.length > 1 && !isDnsLabel(v.version))) {
-      problems.push({ key: `${at}.version`, message: `a version of a service with several versions must be ${LABEL_RULE}`, value: v.version });
+      problems.push(at(["versions", i, "version"], `a version of a service with several versions must be ${LABEL_RULE}`, v.version));
     } else if (seen.has(v.version)) {
-      problems.push({ key: `${at}.version`, message: "is listed twice", value: v.version });
+      problems.push(at(["versions", i, "version"], "is listed twice", v.version));
     } else seen.add(v.version);
     if (typeof v.service !== "string" || !isDnsLabel(v.service)) {
-      problems.push({ key: `${at}.service`, message: `Kubernetes Service name must be ${LABEL_RULE}`, value: v.service });
+      problems.push(at(["versions", i, "service"], `Kubernetes Service name must be ${LABEL_RULE}`, v.service));
     } else if (serviceHost(v.service, namespace, clusterDomain).length > 253) {
-      problems.push({ key: `${at}.service`, message: `upstream host ${serviceHost(v.service, namespace, clusterDomain)} is longer than the 253 characters DNS allows`, value: v.service });
-    }
+      problems.push(at(["versions", i, "service"], `upstream host ${serviceHost(v.service, namespace, clusterDomain)} is longer than the 253 characters DNS allows`, v.service));
+    } else if (services.has(v.service)) {
+      problems.push(at(["versions", i, "service"], "is the Service of another version of this service; each version has its own", v.service));
+    } else services.add(v.service);
   });
   return problems.length > before ? undefined : (list as DevVersionFacts[]).map((v) => ({ version: v.version, service: v.service }));
 }
 
-function devShifts(facts: DevServiceFacts, versions: readonly string[], where: string, problems: Problem[]): Shift[] | undefined {
+function devShifts(facts: DevServiceFacts, versions: readonly string[], at: At, problems: Problem[]): Shift[] | undefined {
   const list: unknown = facts.shifts ?? [];
   if (!Array.isArray(list)) {
-    problems.push({ key: `${where}.shifts`, message: "must be a list of traffic shifts (from, to, policy, start, duration)", value: list });
+    problems.push(at(["shifts"], "must be a list of traffic shifts (from, to, policy, start, duration)", list));
     return undefined;
   }
   const before = problems.length;
   const shifts: Shift[] = [];
   list.forEach((spec: unknown, i) => {
-    const at = `${where}.shifts[${i}]`;
     if (spec === null || typeof spec !== "object" || Array.isArray(spec)) {
-      problems.push({ key: at, message: "must be a mapping with from, to, policy, start and duration", value: spec });
+      problems.push(at(["shifts", i], "must be a mapping with from, to, policy, start and duration", spec));
       return;
     }
-    for (const k of Object.keys(spec)) if (!SHIFT_KEYS.has(k)) problems.push({ key: `${at}.${k}`, message: `unknown key; allowed: ${[...SHIFT_KEYS].join(", ")}` });
+    for (const k of Object.keys(spec)) if (!SHIFT_KEYS.has(k)) problems.push(at(["shifts", i, k], `unknown key; allowed: ${[...SHIFT_KEYS].join(", ")}`, (spec as Record<string, unknown>)[k]));
     // A problem of the versions was reported with them: do not repeat it as "not a version".
     if (versions.length === 0) return;
-    const checked = checkShift(facts.name, spec as Record<string, unknown>, versions);
-    for (const p of checked.problems) problems.push({ key: p.field ? `${at}.${p.field}` : at, message: p.message, value: p.value });
+    const checked = checkShift(facts.name, spec, versions);
+    for (const p of checked.problems) problems.push(at(p.field ? ["shifts", i, p.field] : ["shifts", i], p.message, p.value));
     if (checked.shift) shifts.push(checked.shift);
   });
   return problems.length > before ? undefined : shifts;
@@ -216,13 +237,12 @@ function devShifts(facts: DevServiceFacts, versions: readonly string[], where: s
 
 /**
  * The versions with their weights at `now`, and the shift that decides them;
- * a problem (several versions but no shift, overlapping shifts) is reported
- * under `key`.
+ * a problem (several versions but no shift, overlapping shifts) is reported.
  */
-function weighted(namespace: string, name: string, versions: readonly DevVersionFacts[], shifts: readonly Shift[], now: Date, key: string, problems: Problem[]): Pick<RoutedService, "versions" | "shift"> {
+function weighted(namespace: string, name: string, versions: readonly DevVersionFacts[], shifts: readonly Shift[], now: Date, report: (message: string) => void): Pick<RoutedService, "versions" | "shift"> {
   const several = versions.length > 1;
   const result = versionWeights(name, versions.map((v) => v.version), shifts, now);
-  if ("problem" in result) problems.push({ key, message: result.problem });
+  if ("problem" in result) report(result.problem);
   return {
     versions: versions.map((v) => ({
       version: v.version,

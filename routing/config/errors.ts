@@ -9,18 +9,28 @@ export interface Problem {
   message: string;
   /** The offending value, when there is one (printed compactly). */
   value?: unknown;
+  /** The value as written in its file (`.nan`, `1e400`), shown instead of `value` when known. */
+  written?: string;
+  /** Where the value is in the input it came from (keys and list indexes), for readers of files to name the line. */
+  path?: readonly (string | number)[];
 }
 
-/** Prints a value for an error message: short, on one line, secrets never included by callers. */
+/** Prints a value for an error message: short, on one line, secrets never included by callers; NaN and infinities as such, not null. */
 export function showValue(value: unknown): string {
   if (value === undefined) return "nothing";
   let text: string;
   try {
-    text = typeof value === "string" ? JSON.stringify(value) : JSON.stringify(value) ?? String(value);
+    text = JSON.stringify(value, (_, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? `\u0000${v}\u0000` : v)) ?? String(value);
+    text = text.replace(/"\\u0000(.*?)\\u0000"/g, "$1");
   } catch {
     text = String(value);
   }
-  return text.length > 200 ? `${text.slice(0, 160)}... (${text.length.toLocaleString("en-US")} characters)` : text;
+  return shortened(text);
+}
+
+function shortened(text: string): string {
+  const line = text.replace(/\n/g, "\\n");
+  return line.length > 200 ? `${line.slice(0, 160)}... (${line.length.toLocaleString("en-US")} characters)` : line;
 }
 
 /**
@@ -47,8 +57,8 @@ function randomLooking(run: string): boolean {
 
 export function formatProblem(p: Problem): string {
   if (!("value" in p)) return `${p.key}: ${p.message}`;
-  if (looksLikeCredential(p.value)) return `${p.key}: ${p.message} (value hidden: it looks like a credential)`;
-  return `${p.key}: ${p.message} (got ${showValue(p.value)})`;
+  if (looksLikeCredential(p.value) || looksLikeCredential(p.written)) return `${p.key}: ${p.message} (value hidden: it looks like a credential)`;
+  return `${p.key}: ${p.message} (got ${p.written !== undefined ? shortened(p.written) : showValue(p.value)})`;
 }
 
 /** Bad input: carries every problem found, each on its own line in `message`. */

@@ -1,9 +1,9 @@
 // Reading stack config: from Pulumi (a map of key -> string as the engine
 // passes it) or straight from a Pulumi.<stack>.yaml file (for `render`).
 import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { InputError, type Problem } from "./errors.js";
+import { formatProblem, InputError, type Problem } from "./errors.js";
+import { parseYamlSource } from "./yaml-source.js";
 import { crossKeyProblems, routingConfigSchema, stackConfigSchema, type RoutingConfig, type StackConfig } from "./schema.js";
 
 /** The Pulumi project name, which is also the config namespace. */
@@ -22,7 +22,19 @@ const STRING_KEYS = new Set(["domain", "internalDomain", "clusterDomain", "names
 export interface ParseOptions {
   /** Top-level keys whose values are secrets (set with --secret): their errors never show the value. */
   secretKeys?: ReadonlySet<string>;
+  /** Where each value was written (a stack file read by `readStackFile`): errors then name the file and line, and show values as written. */
+  source?: ConfigSource;
 }
+
+/** Where the values of a stack file's config were written. */
+export interface ConfigSource {
+  file: string;
+  /** The line and written text of the value at a config path (keys without the project prefix). */
+  at(path: readonly (string | number)[]): { line: number; written?: string } | undefined;
+}
+
+/** A problem and the config path it concerns. */
+type Located = { path: readonly (string | number)[]; problem: Problem };
 
 /**
  * Validates raw stack config (keys without the `envoy-gateways:` prefix) into a
@@ -31,8 +43,7 @@ export interface ParseOptions {
  */
 export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config", options: ParseOptions = {}): StackConfig {
   const { [KUBECONFIG_KEY]: _kubeconfig, ...rest } = raw;
-  const { data, problems } = checked(stackConfigSchema, rest, options);
-  problems.push(...kubeconfigProblems(raw), ...secretValueProblems(rest, options));
+  const { data, problems } = checked(stackConfigSchema, rest, options, [...kubeconfigProblems(raw), ...secretValueProblems(rest, options)]);
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
 }
@@ -57,36 +68,53 @@ export function kubeconfigOf(raw: Record<string, unknown>): string | undefined {
  * ends up, in plain text, in what it renders (ConfigMaps, Deployments, the
  * routes resources' inputs), and so in the stack's state.
  */
-function secretValueProblems(raw: Record<string, unknown>, options: ParseOptions): Problem[] {
+function secretValueProblems(raw: Record<string, unknown>, options: ParseOptions): Located[] {
   const known = new Set(Object.keys((unwrap(stackConfigSchema) as { def: { shape: Record<string, unknown> } }).def.shape));
   return [...(options.secretKeys ?? [])]
     .filter((k) => k !== KUBECONFIG_KEY && k in raw && known.has(k))
     .map((k) => ({
-      key: configKey([k]),
-      message: "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
+      path: [k],
+      problem: {
+        key: configKey([k]),
+        message: "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
+      },
     }));
 }
 
-function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {
+function kubeconfigProblems(raw: Record<string, unknown>): Located[] {
   const value = raw[KUBECONFIG_KEY];
   if (value === undefined || (typeof value === "string" && value.length > 0)) return [];
-  return [{ key: configKey([KUBECONFIG_KEY]), message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)" }];
+  return [{ path: [KUBECONFIG_KEY], problem: { key: configKey([KUBECONFIG_KEY]), message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)" } }];
 }
 
-/** `raw` through `schema`, with every schema and cross-key problem, each naming its key (secret values hidden). */
-function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, options: ParseOptions): { data?: z.output<T>; problems: Problem[] } {
+/**
+ * `raw` through `schema`, with every schema and cross-key problem (and
+ * `more`), each naming its key, once: secret values hidden, and, with a
+ * source, the file and line and the value as written.
+ */
+function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, options: ParseOptions, more: Located[] = []): { data?: z.output<T>; problems: Problem[] } {
   const result = schema.safeParse(raw, { reportInput: true });
-  const problems: Problem[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, raw, schema));
-  for (const p of crossKeyProblems(raw)) problems.push(p.input === undefined ? { key: configKey(p.path), message: p.message } : { key: configKey(p.path), message: p.message, value: p.input });
+  const located: Located[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, raw, schema));
+  for (const p of crossKeyProblems(raw)) {
+    located.push({ path: p.path, problem: p.input === undefined ? { key: configKey(p.path), message: p.message } : { key: configKey(p.path), message: p.message, value: p.input } });
+  }
+  located.push(...more);
   const secret = options.secretKeys ?? new Set<string>();
-  return {
-    ...(result.success ? { data: result.data } : {}),
-    problems: problems.map((p) => (secret.has(topLevelKey(p.key)) && "value" in p ? { key: p.key, message: `${p.message} (value not shown: it is a secret)` } : p)),
-  };
-}
-
-function topLevelKey(key: string): string {
-  return key.slice(PROJECT.length + 1).split(/[.[]/)[0]!;
+  const seen = new Set<string>();
+  const problems: Problem[] = [];
+  for (const { path, problem } of located) {
+    let p = problem;
+    if (secret.has(String(path[0])) && "value" in p) p = { key: p.key, message: `${p.message} (value not shown: it is a secret)` };
+    const at = options.source?.at(path);
+    if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, ...(at.written !== undefined && "value" in p ? { written: at.written } : {}) };
+    // The schema and the cross-key checks can say the same thing of one value: once.
+    const line = formatProblem(p);
+    if (!seen.has(line)) {
+      seen.add(line);
+      problems.push(p);
+    }
+  }
+  return { ...(result.success ? { data: result.data } : {}), problems };
 }
 
 /**
@@ -116,16 +144,29 @@ export function fromPulumiConfig(all: Record<string, string>): Record<string, un
 }
 
 /**
- * Reads `envoy-gateways:*` values from a Pulumi.<stack>.yaml file. Secure
- * (encrypted) values cannot be read without the engine and are left out.
+ * Reads `envoy-gateways:*` values from a Pulumi.<stack>.yaml file, as Pulumi
+ * reads it (anchors, aliases and `<<` merge keys). Secure (encrypted) values
+ * cannot be read without the engine and are left out.
  */
 export function readStackFile(path: string): Record<string, unknown> {
-  let doc: unknown;
+  return readStackFileSource(path).raw;
+}
+
+/** A stack file's config values, and where each was written. */
+export function readStackFileSource(path: string): { raw: Record<string, unknown>; source: ConfigSource } {
+  let text: string;
   try {
-    doc = parseYaml(readFileSync(path, "utf8"));
+    text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new InputError(`stack file ${path}`, [{ key: path, message: `cannot be read as YAML: ${(e as Error).message}` }]);
+    throw new InputError(`stack file ${path}`, [{ key: path, message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}` }]);
   }
+  const yaml = parseYamlSource(text, path, `stack file ${path}`);
+  const doc = yaml.value;
+  const source: ConfigSource = { file: path, at: ([top, ...rest]) => (top === undefined ? undefined : yaml.at(["config", `${PROJECT}:${top}`, ...rest])) };
+  return { raw: stackFileConfig(doc, path), source };
+}
+
+function stackFileConfig(doc: unknown, path: string): Record<string, unknown> {
   const config = (doc as { config?: unknown } | null)?.config;
   if (config === undefined || config === null) return {};
   if (typeof config !== "object" || Array.isArray(config)) {
@@ -141,9 +182,10 @@ export function readStackFile(path: string): Record<string, unknown> {
   return raw;
 }
 
-/** Loads and validates a stack's config file. */
+/** Loads and validates a stack's config file; errors name its lines and show values as written. */
 export function loadStackFile(path: string): StackConfig {
-  return parseStackConfig(readStackFile(path), `stack config ${path}`);
+  const { raw, source } = readStackFileSource(path);
+  return parseStackConfig(raw, `stack config ${path}`, { source });
 }
 
 function splitKey(fullKey: string): [string, string | undefined] {
@@ -170,20 +212,17 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
-function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>, schema: z.ZodType): Problem[] {
+function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>, schema: z.ZodType): Located[] {
+  const at = (path: readonly PropertyKey[], problem: Problem): Located => ({ path: path.map((p) => (typeof p === "number" ? p : String(p))), problem });
   if (issue.code === "unrecognized_keys") {
-    return issue.keys.map((k) => ({
-      key: configKey([...issue.path, k]),
-      message: `unknown key; ${allowedKeys(schema, issue.path)}`,
-      value: valueAt(raw, [...issue.path, k]),
-    }));
+    return issue.keys.map((k) => at([...issue.path, k], { key: configKey([...issue.path, k]), message: `unknown key; ${allowedKeys(schema, issue.path)}`, value: valueAt(raw, [...issue.path, k]) }));
   }
   if (issue.code === "invalid_union" || issue.code === "invalid_key" || issue.code === "invalid_element") {
-    return [{ key: configKey(issue.path), message: issue.message, value: valueAt(raw, issue.path) }];
+    return [at(issue.path, { key: configKey(issue.path), message: issue.message, value: valueAt(raw, issue.path) })];
   }
   const value = "input" in issue ? issue.input : valueAt(raw, issue.path);
   const message = issue.code === "invalid_type" && value === undefined ? `is required (${issue.expected}; see the stack config reference in README.md)` : issue.message;
-  return [value === undefined ? { key: configKey(issue.path), message } : { key: configKey(issue.path), message, value }];
+  return [at(issue.path, value === undefined ? { key: configKey(issue.path), message } : { key: configKey(issue.path), message, value })];
 }
 
 /** Lists the keys the schema allows at a path, for "unknown key" errors. */
