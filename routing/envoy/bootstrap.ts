@@ -26,8 +26,8 @@ export function bootstrap(ctx: GatewayContext): Json {
     },
     overload_manager: overloadManager(ctx),
     layered_runtime: { layers: [{ name: "admin", admin_layer: {} }] },
+    typed_dns_resolver_config: dnsResolver(ctx.dnsResolver),
   };
-  if (ctx.dnsResolver) doc.typed_dns_resolver_config = dnsResolver(ctx.dnsResolver);
   return doc;
 }
 
@@ -55,12 +55,21 @@ export function overloadManager(ctx: GatewayContext): Json {
   };
 }
 
-function dnsResolver(server: { address: string; port: number }): Json {
+/**
+ * The resolver of every DNS cluster: c-ares, one instance for the whole
+ * gateway (a resolver config on each cluster would give each its own). Names
+ * are asked as written, never with the resolv.conf search domains appended:
+ * c-ares skips the search list when ARES_FLAG_NOSEARCH is set, which is what
+ * no_default_search_domain sets, so `ndots:5` of a pod's resolv.conf never
+ * turns one lookup of <svc>.<ns>.svc.<clusterDomain> into one per search
+ * domain. The DNS servers are the pod's (resolv.conf) unless `server` is given.
+ */
+function dnsResolver(server: { address: string; port: number } | undefined): Json {
   return {
     name: "envoy.network.dns_resolver.cares",
     typed_config: {
       "@type": TYPE.caresResolver,
-      resolvers: [{ socket_address: { address: server.address, port_value: server.port } }],
+      ...(server ? { resolvers: [{ socket_address: { address: server.address, port_value: server.port } }] } : {}),
       dns_resolver_options: { no_default_search_domain: true },
     },
   };

@@ -1,5 +1,8 @@
-// Clusters: one STRICT_DNS cluster per version of a routed service (CDS), and the static
-// clusters of the bootstrap (ext_authz, ACME solver, admin for metrics).
+// Clusters: one DNS cluster per version of a routed service (CDS), and the
+// static clusters of the bootstrap (ext_authz, ACME solver, admin for metrics).
+// DNS clusters use Envoy's DNS cluster extension (envoy.cluster.dns) with
+// strict DNS semantics: every address DNS returns is an endpoint. The resolver
+// itself (c-ares, no search-domain walk) is the bootstrap's, shared by all.
 import { serviceHost, UPSTREAM_PORT } from "../names.js";
 import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
 import type { GatewayContext, XdsContext } from "./context.js";
@@ -14,9 +17,10 @@ export function serviceClusters(ctx: XdsContext, table: RoutingTable): Json[] {
 }
 
 /**
- * The pods of one version: STRICT_DNS on the headless Service's name (DNS
- * returns every ready pod IP, TTL honoured), port 443, upstream TLS,
- * circuit breakers, outlier detection, bounded per-connection buffers.
+ * The pods of one version: strict DNS on the headless Service's name (DNS
+ * returns every ready pod IP, TTL honoured, only the configured address
+ * family asked), port 443, upstream TLS, circuit breakers, outlier detection,
+ * bounded per-connection buffers.
  */
 export function serviceCluster(ctx: XdsContext, service: RoutedService, version: ServiceVersion, kind: "production" | "dev"): Json {
   const name = version.cluster;
@@ -24,7 +28,7 @@ export function serviceCluster(ctx: XdsContext, service: RoutedService, version:
   const cluster: Json = {
     "@type": TYPE.cluster,
     name,
-    type: shared.clusterType,
+    cluster_type: shared.dnsCluster,
     load_assignment: loadAssignment(name, serviceHost(version.service, service.namespace, ctx.config.clusterDomain), UPSTREAM_PORT),
     connect_timeout: shared.connectTimeout,
   };
@@ -34,11 +38,8 @@ export function serviceCluster(ctx: XdsContext, service: RoutedService, version:
     typed_extension_protocol_options: shared[kind].protocolOptions,
     circuit_breakers: shared.circuitBreakers,
     outlier_detection: shared.outlierDetection,
-    respect_dns_ttl: true,
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
   });
-  // Envoy's default is 5s; written only when it differs (it applies when DNS gives no TTL).
-  if (shared.dnsRefreshRate !== "5s") cluster.dns_refresh_rate = shared.dnsRefreshRate;
   return cluster;
 }
 
@@ -46,10 +47,9 @@ export function serviceCluster(ctx: XdsContext, service: RoutedService, version:
 function serviceDnsCluster(ctx: XdsContext, name: string, target: { service: string; namespace: string; port: number }): Json {
   return {
     name,
-    type: "STRICT_DNS",
+    cluster_type: ctx.shared.dnsCluster,
     connect_timeout: ctx.shared.connectTimeout,
     load_assignment: loadAssignment(name, serviceHost(target.service, target.namespace, ctx.config.clusterDomain), target.port),
-    respect_dns_ttl: true,
   };
 }
 

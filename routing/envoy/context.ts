@@ -4,7 +4,7 @@
 // anchor) and refers to it from every cluster or route (an alias), which keeps
 // the ConfigMap small; Envoy's YAML loader expands the aliases.
 import type { GatewayName, GatewaySettings, RoutingConfig, StackConfig } from "../config/schema.js";
-import { FILTER, POD_PATHS, POD_PORTS, type EnvoyPaths, type Json, type ListenerPorts } from "./types.js";
+import { DNS_CLUSTER_TYPE, FILTER, POD_PATHS, POD_PORTS, TYPE, type EnvoyPaths, type Json, type ListenerPorts } from "./types.js";
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
 import { envoyDuration } from "./units.js";
 import { ExtAuthzDisabled, localRateLimit } from "./filters.js";
@@ -44,9 +44,9 @@ export interface GatewayContext extends XdsContext {
 
 /** Objects many clusters or routes refer to (each written once in YAML). */
 export interface SharedParts {
-  clusterType: string;
+  /** cluster_type of every DNS cluster: Envoy's DNS cluster extension (strict DNS: every address an endpoint). */
+  dnsCluster: Json;
   connectTimeout: string;
-  dnsRefreshRate: string;
   circuitBreakers: Json;
   outlierDetection: Json;
   production: { transportSocket: Json; protocolOptions: Json };
@@ -70,9 +70,16 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
   const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions };
   const dev = config.devNamespaces.upstreamTls === "verify" ? production : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions };
   const shared: SharedParts = {
-    clusterType: "STRICT_DNS",
+    dnsCluster: {
+      name: DNS_CLUSTER_TYPE,
+      typed_config: {
+        "@type": TYPE.dnsCluster,
+        respect_dns_ttl: true,
+        dns_refresh_rate: envoyDuration(up.dnsRefreshRate),
+        dns_lookup_family: up.dnsLookupFamily,
+      },
+    },
     connectTimeout: envoyDuration(up.connectTimeout),
-    dnsRefreshRate: envoyDuration(up.dnsRefreshRate),
     circuitBreakers: {
       thresholds: [{ max_connections: up.maxConnections, max_pending_requests: up.maxPendingRequests, max_requests: up.maxRequests, track_remaining: true }],
     },

@@ -7,6 +7,7 @@ const T = "type.googleapis.com/";
 /** Type URLs of every Envoy message the translation emits. */
 export const TYPE = {
   cluster: `${T}envoy.config.cluster.v3.Cluster`,
+  dnsCluster: `${T}envoy.extensions.clusters.dns.v3.DnsCluster`,
   routeConfiguration: `${T}envoy.config.route.v3.RouteConfiguration`,
   secret: `${T}envoy.extensions.transport_sockets.tls.v3.Secret`,
   hcm: `${T}envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
@@ -25,6 +26,9 @@ export const TYPE = {
   downstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
   caresResolver: `${T}envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig`,
 } as const;
+
+/** The cluster extension that resolves its endpoints by DNS (STRICT_DNS or LOGICAL_DNS semantics). */
+export const DNS_CLUSTER_TYPE = "envoy.cluster.dns";
 
 /** Names of the HTTP filters, as used in typed_per_filter_config. */
 export const FILTER = {

@@ -1,6 +1,9 @@
-// Envoy's API as a protobuf registry: the descriptor set that
-// scripts/build-envoy-descriptors.mjs compiles from the .proto files in
-// @grpc/grpc-js-xds (run by `npm install`). Loaded once per process.
+// Envoy's API as a protobuf registry: the descriptor set of the pinned Envoy
+// version (scripts/versions.env ENVOY_VERSION), every API file with its
+// validate rules as github.com/envoyproxy/go-control-plane/envoy registers
+// them, written by tools/envoy-api. scripts/build-components.sh builds it into
+// the per-user cache and copies it here; `npm ci` copies it too. Loaded once
+// per process.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createFileRegistry, fromBinary, type DescExtension, type FileRegistry } from "@bufbuild/protobuf";
@@ -23,12 +26,14 @@ let api: EnvoyApi | undefined;
 export function envoyApi(): EnvoyApi {
   if (api) return api;
   if (!existsSync(DESCRIPTOR_FILE)) {
-    throw new Error(`Envoy API descriptors not found at ${DESCRIPTOR_FILE}: run \`npm install\` (or \`node scripts/build-envoy-descriptors.mjs\`) first`);
+    throw new Error(
+      `Envoy API descriptors not found at ${DESCRIPTOR_FILE}: run \`bash scripts/build-components.sh --only envoy-api\` (it builds them for the pinned Envoy version and installs them there)`,
+    );
   }
   const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(DESCRIPTOR_FILE)));
   const ext = (name: string): DescExtension => {
     const e = registry.getExtension(name);
-    if (!e) throw new Error(`Envoy API descriptors at ${DESCRIPTOR_FILE} lack ${name}; rebuild them`);
+    if (!e) throw new Error(`Envoy API descriptors at ${DESCRIPTOR_FILE} lack ${name}; rebuild them with \`bash scripts/build-components.sh --rebuild envoy-api\``);
     return e;
   };
   api = {

@@ -167,11 +167,29 @@ function checkRoute(route: Json, where: string, path: string, clusters: Set<stri
   }
 }
 
-/** STRICT_DNS and STATIC clusters need at least one endpoint. */
+const DNS_CLUSTER_TYPE_URL = "type.googleapis.com/envoy.extensions.clusters.dns.v3.DnsCluster";
+
+/**
+ * Endpoints of STATIC and DNS clusters (the DiscoveryType enum or the DNS
+ * cluster extension). Envoy refuses logical DNS (all addresses in a single
+ * endpoint) with other than exactly one endpoint. It loads a strict DNS or
+ * static cluster with none, which could never serve a request: refused here.
+ */
 function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
-  if (c.type !== "STRICT_DNS" && c.type !== "STATIC" && c.type !== "LOGICAL_DNS") return;
-  const endpoints = arr((c.load_assignment as Json | undefined)?.endpoints).flatMap((e) => arr(e.lb_endpoints));
-  if (endpoints.length === 0) out.push({ where: `cluster ${q(c.name)}`, path: "load_assignment", message: `a ${c.type} cluster needs at least one endpoint` });
+  const where = `cluster ${q(c.name)}`;
+  const custom = c.cluster_type as Json | undefined;
+  const typed = custom?.typed_config as Json | undefined;
+  const dns = typed?.["@type"] === DNS_CLUSTER_TYPE_URL;
+  const logical = c.type === "LOGICAL_DNS" || (dns && typed?.all_addresses_in_single_endpoint === true);
+  const kind = logical ? "logical DNS" : dns || c.type === "STRICT_DNS" ? "strict DNS" : c.type === "STATIC" ? "static" : undefined;
+  if (!kind) return;
+  const localities = arr((c.load_assignment as Json | undefined)?.endpoints);
+  const endpoints = localities.flatMap((e) => arr(e.lb_endpoints));
+  if (logical && (localities.length !== 1 || endpoints.length !== 1)) {
+    out.push({ where, path: "load_assignment", message: `a logical DNS cluster needs exactly one locality with exactly one endpoint (got ${endpoints.length} endpoints in ${localities.length} localities)` });
+  } else if (endpoints.length === 0) {
+    out.push({ where, path: "load_assignment", message: `a ${kind} cluster needs at least one endpoint (without one it can never serve a request)` });
+  }
 }
 
 /** Every regular expression compiles as RE2 (Envoy's regex engine). */

@@ -34,6 +34,37 @@ export function checkRules(desc: DescMessage, message: Message, shared?: WeakSet
   return out;
 }
 
+/** What compiling every message of Envoy's API yields (see compileEveryRule). */
+export interface CompiledRules {
+  /** Message types planned. */
+  messages: number;
+  /** Fields with at least one compiled check (value, presence, collection, item, key or Any type). */
+  fields: number;
+  /** Oneofs that must have a member set. */
+  requiredOneofs: number;
+}
+
+/**
+ * Compiles the rules of every message type in Envoy's API at once (normally
+ * each type is compiled when first met), so that every pattern compiles and
+ * the number of rules checked can be reported.
+ */
+export function compileEveryRule(): CompiledRules {
+  const out: CompiledRules = { messages: 0, fields: 0, requiredOneofs: 0 };
+  for (const type of envoyApi().registry) {
+    if (type.kind !== "message") continue;
+    const plan = planFor(type);
+    out.messages++;
+    out.fields += plan.fields.filter(hasCheck).length;
+    out.requiredOneofs += plan.requiredOneofs.length;
+  }
+  return out;
+}
+
+function hasCheck(fp: FieldPlan): boolean {
+  return !!(fp.check || fp.required || fp.skipMessage || fp.checkCollection || fp.item?.check || fp.checkKey || fp.anyIn || fp.anyNotIn);
+}
+
 interface Walk {
   shared: WeakSet<object> | undefined;
   /** Violations (relative paths) of shared messages already checked, by message and field. */
@@ -50,6 +81,8 @@ interface FieldPlan {
   check: Check | undefined;
   /** Message, Duration or Any that must be set. */
   required: boolean;
+  /** (validate.rules).message.skip: the message set here is not checked. */
+  skipMessage: boolean;
   /** Repeated/map size and uniqueness rules. */
   checkCollection: ((value: unknown) => string | undefined) | undefined;
   /** Rules on each list item or map value; and on map keys. */
@@ -112,6 +145,7 @@ function compileField(field: DescField, rules: Rules | undefined): FieldPlan {
     deprecated: field.deprecated,
     check: undefined,
     required: false,
+    skipMessage: false,
     checkCollection: undefined,
     item: undefined,
     checkKey: undefined,
@@ -123,6 +157,7 @@ function compileField(field: DescField, rules: Rules | undefined): FieldPlan {
   if (kind === "scalar" || kind === "enum") plan.check = compileValueRules(rules, field);
   if (kind === "message") {
     plan.required = isRequired(rules) && !field.oneof; // a oneof member's rules apply only when it is the member set
+    plan.skipMessage = (rules.message as Rules | undefined)?.skip === true;
     plan.check = compileMessageValueRules(field.message, rules);
     const any = rules.any as Rules | undefined;
     plan.anyIn = any?.in as string[] | undefined;
@@ -155,6 +190,7 @@ function itemPlan(field: DescField, rules: Rules, message: DescMessage | undefin
     deprecated: false,
     check: message ? compileMessageValueRules(message, rules) : compileValueRules(rules, field),
     required: false,
+    skipMessage: (rules.message as Rules | undefined)?.skip === true,
     checkCollection: undefined,
     item: undefined,
     checkKey: undefined,
@@ -234,6 +270,7 @@ function walkMessage(walk: Walk, desc: DescMessage, m: Fields, path: string[], o
           break;
         }
         if (fp.deprecated) report(out, path, field.name, deprecatedMessage(desc, field));
+        if (fp.skipMessage) break;
         path.push(field.name);
         visitMessageValue(walk, fp, value as Fields, path, out);
         path.pop();
@@ -246,7 +283,7 @@ function walkMessage(walk: Walk, desc: DescMessage, m: Fields, path: string[], o
           const problem = fp.checkCollection(list);
           if (problem) report(out, path, field.name, problem);
         }
-        if (fp.message) {
+        if (fp.message && !fp.item?.skipMessage) {
           const itemPlanned = fp.item ?? itemPlanFor(fp);
           for (let i = 0; i < list.length; i++) {
             path.push(`${field.name}[${i}]`);
@@ -275,7 +312,7 @@ function walkMessage(walk: Walk, desc: DescMessage, m: Fields, path: string[], o
             const problem = fp.checkKey(key);
             if (problem) report(out, path, segment, `key ${problem}`);
           }
-          if (fp.message) {
+          if (fp.message && !fp.item?.skipMessage) {
             path.push(segment);
             visitMessageValue(walk, fp.item ?? itemPlanFor(fp), map[key] as Fields, path, out);
             path.pop();
@@ -294,7 +331,7 @@ const bareItemPlans = new Map<FieldPlan, FieldPlan>();
 /** Items of a list or map of messages without item rules: just walked. */
 function itemPlanFor(fp: FieldPlan): FieldPlan {
   let p = bareItemPlans.get(fp);
-  if (!p) bareItemPlans.set(fp, (p = { ...fp, read: () => undefined, deprecated: false, check: undefined, required: false, checkCollection: undefined, item: undefined, checkKey: undefined, anyIn: undefined, anyNotIn: undefined }));
+  if (!p) bareItemPlans.set(fp, (p = { ...fp, read: () => undefined, deprecated: false, check: undefined, required: false, skipMessage: false, checkCollection: undefined, item: undefined, checkKey: undefined, anyIn: undefined, anyNotIn: undefined }));
   return p;
 }
 

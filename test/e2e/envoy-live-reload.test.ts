@@ -101,19 +101,19 @@ describe("live reload of the xDS files", () => {
     const good = renderGateway(h.config, table, h.gateway, h.renderOptions()).xds;
     const cds = good["cds.yaml"]!;
     const rds = good["rds.yaml"]!;
-    expect(cds).toContain('"respect_dns_ttl"');
+    expect(cds).toContain('"connect_timeout"');
     expect(rds).toContain('"path_separated_prefix"');
     const loop = productionLoop();
     try {
       h.writeXdsFiles({
-        "cds.yaml": cds.replaceAll('"respect_dns_ttl"', '"respect_dns_tll"'),
+        "cds.yaml": cds.replaceAll('"connect_timeout"', '"conect_timeout"'),
         "rds.yaml": rds.replaceAll('"path_separated_prefix"', '"path_separated_prefx"'),
       });
       await waitFor("Envoy to reject the broken CDS and RDS files", 10_000, async () =>
         (await h.envoy.stat("cluster_manager.cds.update_rejected")) > cdsRejected && (await h.envoy.stat("http.https.rds.https.update_rejected")) > rdsRejected,
       );
       // Envoy says why, naming the field.
-      await waitFor("Envoy to log the rejections", 5_000, () => /update rejected.*'respect_dns_tll'/.test(h.envoy.log()) && /update rejected.*'path_separated_prefx'/.test(h.envoy.log()));
+      await waitFor("Envoy to log the rejections", 5_000, () => /update rejected.*'conect_timeout'/.test(h.envoy.log()) && /update rejected.*'path_separated_prefx'/.test(h.envoy.log()));
       // Nothing of the broken update applied, nothing of the last good one lost.
       expect(await status("/pr-3000/batch/")).toBe(404);
       expect(await status("/pr-1234/batch/")).toBe(200);

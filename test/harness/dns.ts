@@ -32,6 +32,8 @@ export class ClusterDns {
     private readonly clusterDomain: string,
     /** TTL of every answer, in seconds. */
     readonly ttlSeconds = 1,
+    /** Log every query (see `queries`). */
+    private readonly logQueries = false,
   ) {
     this.hostsPath = join(dir, "dns-hosts");
   }
@@ -59,6 +61,7 @@ export class ClusterDns {
         "--user=root",
         "--pid-file=",
         "--log-facility=-",
+        ...(this.logQueries ? ["--log-queries"] : []),
       ], log);
       try {
         await waitFor(`dnsmasq on ${this.address}:${this.port}`, 10_000, async () => {
@@ -122,6 +125,11 @@ export class ClusterDns {
 
   log(): string {
     return this.process?.log() ?? "";
+  }
+
+  /** The queries received so far, oldest first (only with logQueries): record type and name, such as { type: "A", name: "www.default.svc.cluster.local" }. */
+  queries(): { type: string; name: string }[] {
+    return [...this.log().matchAll(/query\[(\w+)\] (\S+) from /g)].map((m) => ({ type: m[1]!, name: m[2]! }));
   }
 
   async stop(): Promise<void> {

@@ -26,6 +26,7 @@ describe("stack config", () => {
     expect(prod.services.length).toBeGreaterThanOrEqual(20);
     expect(prod.services.every((s) => s.rateLimit !== undefined)).toBe(true);
     expect(prod.upstream.lbPolicy).toBe("LEAST_REQUEST");
+    expect(prod.upstream.dnsLookupFamily).toBe("V4_ONLY");
     expect(prod.tls.minimumVersion).toBe("TLSv1_2");
   });
 
@@ -92,6 +93,7 @@ describe("stack config", () => {
     ["auth port out of range", "auth", { port: 70000 }, "envoy-gateways:auth.port", /port number from 1 to 65,535/],
     ["auth timeout without unit", "auth", { timeout: "500" }, "envoy-gateways:auth.timeout", /duration from 1ms to 1h, written like 250ms.*got "500"/],
     ["unknown load-balancing policy", "upstream", { lbPolicy: "RANDOM" }, "envoy-gateways:upstream.lbPolicy", /ROUND_ROBIN or LEAST_REQUEST.*got "RANDOM"/],
+    ["unknown DNS lookup family", "upstream", { dnsLookupFamily: "V4" }, "envoy-gateways:upstream.dnsLookupFamily", /V4_ONLY, V6_ONLY, V4_PREFERRED, AUTO or ALL.*got "V4"/],
     ["connect timeout with a space", "upstream", { connectTimeout: "3 s" }, "envoy-gateways:upstream.connectTimeout", /duration/],
     ["upstream protocol", "upstream", { protocol: "http3" }, "envoy-gateways:upstream.protocol", /http1 or http2/],
     ["ejection percent over 100", "upstream", { maxEjectionPercent: 101 }, "envoy-gateways:upstream.maxEjectionPercent", /percentage from 1 to 100/],

@@ -134,11 +134,11 @@ describe("xds-configmaps-valid", () => {
   });
 
   it("rejects a route to a cluster that is not in cds.yaml, and a field Envoy does not know", () => {
-    const cds = files.xds["cds.yaml"]!.replace('"name":"pr-3_batch"', '"name":"pr-3_batch-old"').replace('"respect_dns_ttl":true', '"respect_dns_tll":true');
+    const cds = files.xds["cds.yaml"]!.replace('"name":"pr-3_batch"', '"name":"pr-3_batch-old"').replace('"connect_timeout":', '"conect_timeout":');
     const out = runResource(xdsConfigMapsValid, cm({ ...files.xds, "cds.yaml": cds }));
     expect(out.violations).toHaveLength(1);
     expect(out.violations[0]).toMatch(/^\d+ problems Envoy would reject:/);
-    expect(out.violations[0]).toContain('ConfigMap default/gateway-xds/cds.yaml cluster "default_www" (resources[0]): respect_dns_tll: unknown field');
+    expect(out.violations[0]).toContain('ConfigMap default/gateway-xds/cds.yaml cluster "default_www" (resources[0]): conect_timeout: unknown field');
     expect(out.violations[0]).toMatch(/route\.cluster: cluster "pr-3_batch" does not exist/);
   });
 

@@ -86,12 +86,49 @@ describe("routes", () => {
 });
 
 describe("clusters", () => {
-  it("resolves every pod of the headless Service: STRICT_DNS on <svc>.<ns>.svc.<clusterDomain>:443, TTL honoured", () => {
+  it("resolves every pod of the headless Service: strict DNS on <svc>.<ns>.svc.<clusterDomain>:443, TTL honoured, IPv4 only", () => {
     const c = cluster("pr-7_batch-driver");
-    expect(c).toMatchObject({ type: "STRICT_DNS", respect_dns_ttl: true, lb_policy: "LEAST_REQUEST", connect_timeout: "3s" });
+    expect(c).toMatchObject({ lb_policy: "LEAST_REQUEST", connect_timeout: "3s" });
+    // Envoy's DNS cluster extension, not the deprecated Cluster fields (Envoy 1.40 counts those in runtime.deprecated_feature_use).
+    expect(c.cluster_type).toEqual({
+      name: "envoy.cluster.dns",
+      typed_config: {
+        "@type": "type.googleapis.com/envoy.extensions.clusters.dns.v3.DnsCluster",
+        respect_dns_ttl: true,
+        dns_refresh_rate: "5s",
+        dns_lookup_family: "V4_ONLY",
+      },
+    });
+    // Strict DNS: every address is an endpoint (all_addresses_in_single_endpoint would keep one pod); the
+    // resolver is the bootstrap's (one per cluster would be a c-ares channel each).
+    for (const key of ["type", "respect_dns_ttl", "dns_refresh_rate", "dns_lookup_family", "typed_dns_resolver_config"]) expect(c, key).not.toHaveProperty(key);
+    expect(c).not.toHaveProperty("cluster_type.typed_config.all_addresses_in_single_endpoint");
+    expect(c).not.toHaveProperty("cluster_type.typed_config.typed_dns_resolver_config");
     expect(get(c, "load_assignment.endpoints")).toEqual([
       { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "batch-driver.pr-7.svc.cluster.local", port_value: 443 } } } }] },
     ]);
+  });
+
+  it("asks DNS for the address family and refresh rate the stack config sets", () => {
+    const c = withValue(withValue(minimalRaw(), "upstream.dnsLookupFamily", "V4_PREFERRED"), "upstream.dnsRefreshRate", "10s");
+    const g = renderGateway(parseStackConfig(c), buildRoutingTable(parseStackConfig(c), { "pr-1": ["batch"] }), "gateway");
+    for (const resource of g.documents.cds.resources as Json[]) {
+      expect(get(resource, "cluster_type.typed_config.dns_lookup_family"), String(resource.name)).toBe("V4_PREFERRED");
+      expect(get(resource, "cluster_type.typed_config.dns_refresh_rate"), String(resource.name)).toBe("10s");
+    }
+  });
+
+  it("shares one DNS cluster type between every cluster, written once in cds.yaml", () => {
+    const clusters = gateway!.documents.cds.resources as Json[];
+    const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
+    const dnsStatics = statics.filter((c) => c.name !== "envoy-admin");
+    expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver"]);
+    for (const c of [...clusters.slice(1), ...dnsStatics]) expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
+    const cds = gateway!.xds["cds.yaml"]!;
+    expect(cds.match(/DnsCluster/g)).toHaveLength(1);
+    const lines = cds.split("\n").filter((l) => l.startsWith("- "));
+    expect(lines).toHaveLength(clusters.length);
+    expect(lines.every((l) => /"cluster_type":\*o\d+,/.test(l))).toBe(true);
   });
 
   it("bounds every cluster: circuit breakers, outlier detection, buffer limits", () => {
@@ -134,6 +171,21 @@ describe("bootstrap", () => {
     expect(get(bootstrap, "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({ path: "/etc/envoy/xds/rds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(bootstrap.node).toEqual({ id: "gateway", cluster: "gateway" });
+  });
+
+  it("resolves upstream names with one c-ares resolver for the gateway: the pod's DNS servers, no search-domain walk", () => {
+    const cares = {
+      name: "envoy.network.dns_resolver.cares",
+      typed_config: { "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig", dns_resolver_options: { no_default_search_domain: true } },
+    };
+    // In the pod: no resolvers, so c-ares takes the cluster DNS from resolv.conf (a harness address must never leak in here).
+    expect(bootstrap.typed_dns_resolver_config).toEqual(cares);
+    // Where a DNS server is given (the Envoy harness), it replaces resolv.conf's servers and nothing else.
+    const remapped = renderGateway(config, table, "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } }).documents.bootstrap;
+    expect(remapped.typed_dns_resolver_config).toEqual({
+      ...cares,
+      typed_config: { ...cares.typed_config, resolvers: [{ socket_address: { address: "127.0.0.1", port_value: 5353 } }] },
+    });
   });
 
   it("runs ext_authz, then the local rate limit, then the router; the internal-gateway also compresses", () => {
