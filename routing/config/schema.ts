@@ -228,7 +228,7 @@ const upstream = z.strictObject({
   /** TCP+TLS connect timeout to a pod. */
   connectTimeout: duration("1ms", "1h").default("3s"),
   /** How often pod addresses are re-resolved when DNS gives no TTL (TTLs are honoured). */
-  dnsRefreshRate: duration("1ms", "1h").default("5s"),
+  dnsRefreshRate: duration("10ms", "1h").default("5s"),
   /** Address families asked of DNS for pod addresses (one query per family and refresh); pod IPs are IPv4 here. */
   dnsLookupFamily: z
     .enum(["V4_ONLY", "V6_ONLY", "V4_PREFERRED", "AUTO", "ALL"], { error: "must be V4_ONLY, V6_ONLY, V4_PREFERRED, AUTO or ALL" })
