@@ -119,7 +119,7 @@ describe("the stack lock, and secrets", () => {
     await ok(b, ["up", "--yes", "--skip-preview"]);
   });
 
-  it("a sync started while another update holds the stack waits, says who holds it, and lands the route once it is free", async () => {
+  it("a sync started while another update holds the stack writes the route live, then waits for the lock to record it, saying who holds it", async () => {
     // The other update: a refresh, stopped while it holds the lock.
     const holder = b.ws.spawn(["refresh", "--yes", "--skip-preview"]);
     const holderDone = new Promise<number | null>((resolve) => holder.on("close", resolve));
@@ -131,27 +131,40 @@ describe("the stack lock, and secrets", () => {
     }
     process.kill(holder.pid!, "SIGSTOP");
     let out = "";
-    const sync = b.spawnScript("sync-routes", ["--lock-wait", "5m"]);
-    sync.stdout.on("data", (d: Buffer) => (out += d));
-    sync.stderr.on("data", (d: Buffer) => (out += d));
-    const syncDone = new Promise<number | null>((resolve) => sync.on("close", resolve));
+    let sync: ReturnType<ProgramStack["spawnScript"]> | undefined;
+    let syncDone: Promise<number | null> = Promise.resolve(null);
     try {
       await routedNamespace(b, "pr-co-lock", "batch");
+      sync = b.spawnScript("sync-routes", ["--lock-wait", "5m"]);
+      sync.stdout.on("data", (d: Buffer) => (out += d));
+      sync.stderr.on("data", (d: Buffer) => (out += d));
+      syncDone = new Promise((resolve) => sync!.on("close", resolve));
       const waitUntil = Date.now() + 120_000;
       while (!/the stack is locked by \S+@\S+ \(pid \d+\) since \S+: waiting \d+s, then trying again/.test(out)) {
         if (Date.now() > waitUntil) throw new Error(`sync-routes never said it waits for the lock:\n${out}`);
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(out).toContain(`(pid ${holder.pid})`);
-      expect(await rds(b)).not.toContain("/pr-co-lock/batch");
+      // Live already, while the record waits.
+      expect(await rds(b)).toContain('"path_separated_prefix":"/pr-co-lock/batch"');
     } finally {
       process.kill(holder.pid!, "SIGCONT");
+      // Both end before the next test: neither may hold the lock then.
+      await Promise.all([holderDone, syncDone]);
     }
     expect(await holderDone).toBe(0);
     expect(await syncDone, out).toBe(0);
     printed.push(out);
-    expect(out).toContain("+ pr-co-lock/batch on gateway");
-    expect(await rds(b)).toContain('"path_separated_prefix":"/pr-co-lock/batch"');
+    expect(out).toMatch(/\+ pr-co-lock\/batch on gateway[\s\S]*routes live in [\d.]+s, recorded in the state in [\d.]+s/);
+    const state = JSON.parse((await ok(b, ["stack", "export"])).stdout) as { deployment: { resources: { type: string; outputs?: { routes?: Record<string, unknown>; drift?: unknown } }[] } };
+    const routes = state.deployment.resources.filter((r) => r.type.endsWith(":Routes"));
+    expect(routes).toHaveLength(2);
+    for (const r of routes) {
+      expect(Object.keys(r.outputs!.routes!)).toContain("pr-co-lock/batch");
+      expect(r.outputs!.drift).toBeUndefined();
+    }
+    const again = await b.ws.run(["preview", "--expect-no-changes"], 300_000);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
   });
 
   it("never lets the kubeconfig or a secret value reach state, outputs, logs or errors, and leaves no kubeconfig copy behind", async () => {
