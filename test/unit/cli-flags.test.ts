@@ -19,7 +19,8 @@ describe("CLI flags", () => {
     ["shifts", ["--stack", "dev", "--reverse", "PR 1/web"], /^shifts: --reverse "PR 1\/web": must be a production service \(batch\) or a dev\/PR service as <namespace>\/<service>/],
     ["shifts", [], /^shifts: --stack is required\nusage: /],
   ];
-  it.each(cases)("%s %j", (script, args, expected) => {
+  // Each case starts a process that loads the Automation API (seconds; more on a busy machine).
+  it.each(cases)("%s %j", { timeout: 60_000 }, (script, args, expected) => {
     const r = run(script, ...args);
     expect(r.stderr).toMatch(expected);
     expect(r.code).toBe(2);
