@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GatewayName, StackConfig } from "../../routing/config/schema.js";
-import type { RenderOptions } from "../../routing/envoy/context.js";
+import { extAuthzUse, type RenderOptions } from "../../routing/envoy/context.js";
 import type { EnvoyPaths, ListenerPorts } from "../../routing/envoy/types.js";
 import { serviceHost, UPSTREAM_PORT } from "../../routing/names.js";
 import { renderGateway, type GatewayFiles } from "../../routing/render.js";
@@ -220,7 +220,7 @@ export class GatewayHarness {
     const wanted: { namespace: string; service: string; kind: "production" | "dev" | "auth" | "acme" }[] = [];
     for (const s of table.production) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "production" });
     for (const s of table.dev) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "dev" });
-    if (settings.authenticateDevRoutes) wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
+    if (extAuthzUse(c, this.gateway).filter) wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
     if (settings.acme) wanted.push({ namespace: c.acme.namespace, service: c.acme.service, kind: "acme" });
     for (const w of wanted) {
       if (this.groups.has(this.groupKey(w.namespace, w.service))) continue;
