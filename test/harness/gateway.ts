@@ -182,6 +182,8 @@ export class GatewayHarness {
     for (const domain of [c.domain, c.internalDomain]) {
       names.add(domain);
       names.add(`*.${domain}`);
+      // Exact names too: clients refuse a wildcard right under a one-label domain (*.hail).
+      for (const s of c.services) names.add(`${s.name}.${domain}`);
     }
     for (const s of c.services) for (const a of s.aliases) names.add(a);
     for (const g of Object.values(c.gateways)) if (g.devHost) names.add(g.devHost);
