@@ -84,11 +84,16 @@ describe("retries", () => {
     const post = await h.get("broken.hail.is", "/jobs", { method: "POST", body: '{"n":1}', headers: { "content-type": "application/json" } });
     expect(post.status).toBe(503);
     expect(requestsOf(pods), "the POST reached a pod once").toBe(1);
+    // Nor can a client ask for it: Envoy drops x-envoy-* headers from external requests.
+    for (const p of pods) p.resetCounters();
+    const asked = await h.get("broken.hail.is", "/jobs", { method: "POST", body: "{}", headers: { "x-envoy-retry-on": "reset,5xx", "x-envoy-max-retries": "5" } });
+    expect(asked.status).toBe(503);
+    expect(requestsOf(pods)).toBe(1);
     for (const p of pods) p.resetCounters();
     const get = await h.get("broken.hail.is", "/jobs/1");
     expect(get.status).toBe(503);
     expect(requestsOf(pods)).toBe(1 + h.config.upstream.retries);
-    // Each retry on the other pod first (previous_hosts).
+    // The first retry on the other pod (previous_hosts); the second on either, both having been tried.
     expect(pods.map((p) => p.requests).sort()).toEqual([1, 2]);
   });
 
