@@ -262,6 +262,23 @@ export const envoyImagePinned: ResourceValidationPolicy = {
   },
 };
 
+export const serviceImagesPinned: ResourceValidationPolicy = {
+  name: "service-images-pinned",
+  description: "The stack's other containers (the routed services' Deployments) run images pinned to a version tag or digest too: a restart must not run other code than the rollout did. Mandatory in production (policy/prod.json), advisory elsewhere.",
+  enforcementLevel: "advisory",
+  configSchema,
+  validateResource: (args, report) => {
+    const pod = podSpecOf(args);
+    if (!pod) return;
+    if (exemptionFor(args.getConfig<PolicySettings>(), refOf(args))) return;
+    for (const c of containersOf(pod)) {
+      if (typeof c.image === "string" && !isEnvoyImage(c.image) && !isPinnedImage(c.image)) {
+        report(`${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin it to a version tag (team/app:1.2.3) or a digest (@sha256:...).`);
+      }
+    }
+  },
+};
+
 /** Gateway pods: labelled as a gateway component, or running an Envoy image. */
 function isGatewayWorkload(r: { type: string; props: Record<string, any> }): boolean {
   const pod = podSpecOf(r);
@@ -330,6 +347,7 @@ export const policies: (ResourceValidationPolicy | StackValidationPolicy)[] = [
   gatewayUpstreamsHeadlessOn443,
   xdsConfigMapsValid,
   envoyImagePinned,
+  serviceImagesPinned,
   gatewayPodsHardened,
   gatewayDisruptionBudget,
 ];

@@ -5,6 +5,7 @@ import { InputError, type Problem } from "./config/errors.js";
 import { GATEWAYS, type GatewayName, type RoutingConfig, type StackConfig } from "./config/schema.js";
 import type { RenderOptions } from "./envoy/context.js";
 import { translateGateway, translateXds, type GatewayDocuments, type XdsDocuments } from "./envoy/gateway.js";
+import { explainDocumentProblems } from "./envoy/explain.js";
 import { BOOTSTRAP_FILE, XDS_FILES } from "./envoy/types.js";
 import { toReadableYaml, toXdsYaml } from "./envoy/xds.js";
 import { tableCounts, type RoutingTable } from "./table.js";
@@ -43,7 +44,7 @@ export function translateXdsFiles(config: RoutingConfig, table: RoutingTable, ga
 
 /** The files if Envoy would load them and they fit in a ConfigMap; otherwise an `InputError` listing every problem. */
 export function checkXds(files: XdsFiles, table: RoutingTable): XdsFiles {
-  const problems = [...validateXds(files.documents), ...xdsFiles(files.documents, table).problems];
+  const problems = [...explainDocumentProblems(validateXds(files.documents), table), ...xdsFiles(files.documents, table).problems];
   if (problems.length) throw new InputError(`Envoy documents of ${files.gateway}`, problems);
   return files;
 }
@@ -66,7 +67,7 @@ export function renderGateways(config: StackConfig, table: RoutingTable, options
 function tryRenderGateway(config: StackConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions): { files: GatewayFiles; problems: Problem[] } {
   const documents = translateGateway(config, table, gateway, options);
   const { xds, problems } = xdsFiles(documents, table);
-  problems.unshift(...validateGateway(documents));
+  problems.unshift(...explainDocumentProblems(validateGateway(documents), table));
   const bootstrap: Record<string, string> = { [BOOTSTRAP_FILE]: toReadableYaml(documents.bootstrap) };
   for (const [file, doc] of Object.entries(documents.sds)) bootstrap[file] = toReadableYaml(doc);
   return { files: { gateway, bootstrap, xds, documents }, problems };

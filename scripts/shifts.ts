@@ -19,10 +19,20 @@ import { reverseShift, shiftFromSpec } from "../routing/shifts.js";
 const USAGE = "usage: npm run shifts -- --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { stack: { type: "string" }, all: { type: "boolean" }, reverse: { type: "string" }, "project-dir": { type: "string" }, help: { type: "boolean" } } });
+  let values;
+  try {
+    values = parseArgs({ options: { stack: { type: "string" }, all: { type: "boolean" }, reverse: { type: "string" }, "project-dir": { type: "string" }, help: { type: "boolean" } } }).values;
+  } catch (e) {
+    console.error(`shifts: ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
   if (values.help || !values.stack) {
-    (values.help ? console.log : console.error)(USAGE);
+    (values.help ? console.log : console.error)(values.help ? USAGE : `shifts: --stack is required\n${USAGE}`);
     return values.help ? 0 : 2;
+  }
+  if (values.reverse !== undefined && !/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(values.reverse)) {
+    console.error(`shifts: --reverse ${JSON.stringify(values.reverse)}: must be a production service (batch) or a dev/PR service as <namespace>/<service> (pr-1234/web)\n${USAGE}`);
+    return 2;
   }
   const stack = await openStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
   const { config, kubeconfig } = await stackConfigOf(stack);

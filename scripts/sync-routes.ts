@@ -26,8 +26,17 @@ function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], e
 
 class UsageError extends Error {}
 
+/** The flags, or a usage error for an unknown flag or a missing value. */
+function parseFlags<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags(() => parseArgs({
     options: {
       stack: { type: "string" },
       watch: { type: "boolean" },
@@ -36,7 +45,7 @@ async function main(): Promise<number> {
       "project-dir": { type: "string" },
       help: { type: "boolean" },
     },
-  });
+  }));
   if (values.help) {
     console.log(USAGE);
     return 0;

@@ -252,12 +252,13 @@ const gatewaySettings = (role: GatewayRole) =>
       /** Browser security headers added to responses, merged over the role's defaults (false drops one). */
       securityHeaders: securityHeaders.transform((h) => mergeSecurityHeaders(role.securityHeaders, h)).prefault({}),
     })
-    .refine((g) => typeof g?.maxReplicas !== "number" || typeof g.replicas !== "number" || g.maxReplicas >= g.replicas, {
-      error: "must be at least replicas",
-      path: ["maxReplicas"],
-      // Checked even when other keys of this gateway are bad, so every error is reported at once.
-      when: () => true,
-    });
+    .superRefine((g, ctx) => {
+      // Two good replica counts are compared; a bad one is reported as such, once.
+      const good = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 100;
+      if (good(g?.maxReplicas) && good(g?.replicas) && g.maxReplicas < g.replicas) {
+        ctx.addIssue({ code: "custom", path: ["maxReplicas"], message: `must be at least replicas (${g.replicas})`, input: g.maxReplicas });
+      }
+    }, { when: () => true });
 
 const productionService = z.strictObject({
   /** Service name: served at <name>.<domain> and <name>.<internalDomain>. */

@@ -375,13 +375,12 @@ export class GatewayHarness {
 
   /** Public host of a production service on this gateway. */
   productionHost(service: string): string {
-    return `${service}.${this.gateway === "gateway" ? this.config.domain : this.config.internalDomain}`;
+    return `${service}.${this.config.gateways[this.gateway].domain}`;
   }
 
   /** Host of the dev/PR routes on this gateway. */
   get devHost(): string {
-    const settings = this.config.gateways[this.gateway];
-    return settings.devHost ?? `internal.${this.gateway === "gateway" ? this.config.domain : this.config.internalDomain}`;
+    return this.config.gateways[this.gateway].devHost;
   }
 
   /** HTTPS request through Envoy, from the harness's client address. */

@@ -227,6 +227,9 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     ["a selector key with a bad prefix", withValue(minimalRaw(), "devNamespaces", { selector: "Routes.IO/x=dev" }), [/devNamespaces\.selector: must be a label selector .*: key "Routes\.IO\/x" is not a Kubernetes label or annotation key/]],
     ["a zero connect timeout", withValue(minimalRaw(), "upstream", { connectTimeout: "0s" }), [/^envoy-gateways:upstream\.connectTimeout: must be a duration from 1ms to 1h, written like 250ms, 5s, 10m or 1h \(got "0s"\)$/]],
     ["a timeout too large to encode", withValue(minimalRaw(), "upstream", { routeTimeout: "99999999999h" }), [/^envoy-gateways:upstream\.routeTimeout: must be a duration from 1s to 720h.*\(got "99999999999h"\)$/]],
+    ["replicas out of range, with a maxReplicas below it", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 5), "gateways.gateway.replicas", 200), [/^envoy-gateways:gateways\.gateway\.replicas: must be a whole number of replicas from 1 to 100 \(got 200\)$/]],
+    ["replicas as text, with a maxReplicas", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 5), "gateways.gateway.replicas", "three"), [/^envoy-gateways:gateways\.gateway\.replicas: .*\(got "three"\)$/]],
+    ["maxReplicas below replicas, without the whole gateway", withValue(minimalRaw(), "gateways.gateway.maxReplicas", 1), [/^envoy-gateways:gateways\.gateway\.maxReplicas: must be at least replicas \(2\) \(got 1\)$/]],
   ];
   it.each(cases)("refuses %s, once, naming the key and the value", (_, raw, expected) => {
     const problems = problemsOf(raw);

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   envoyImagePinned,
+  serviceImagesPinned,
   gatewayDisruptionBudget,
   gatewayPodsHardened,
   gatewayUpstreamsHeadlessOn443,
@@ -170,6 +171,26 @@ describe("envoy-image-pinned", () => {
   });
 });
 
+describe("service-images-pinned", () => {
+  const svc = (image: string) => ({ ...deployment("batch", 2, { app: "batch" }), props: { metadata: { name: "batch", namespace: "default" }, spec: { template: { metadata: { labels: {} }, spec: { containers: [{ name: "batch", image }] } } } } });
+  it("flags a service image that is latest, untagged or tagged with a word", () => {
+    expect(runResource(serviceImagesPinned, svc("team/batch:latest")).violations).toEqual([
+      "Deployment default/batch container batch runs team/batch:latest: pin it to a version tag (team/app:1.2.3) or a digest (@sha256:...).",
+    ]);
+    expect(runResource(serviceImagesPinned, svc("registry.example.org:5000/team/batch")).violations).toHaveLength(1);
+    expect(runResource(serviceImagesPinned, svc("team/batch:main")).violations).toHaveLength(1);
+  });
+  it("accepts a version tag or a digest, and leaves Envoy to envoy-image-pinned", () => {
+    expect(runResource(serviceImagesPinned, svc("team/batch:1.2.3")).violations).toEqual([]);
+    expect(runResource(serviceImagesPinned, svc(`team/batch@sha256:${"b".repeat(64)}`)).violations).toEqual([]);
+    expect(runResource(serviceImagesPinned, svc("envoyproxy/envoy:latest")).violations).toEqual([]);
+  });
+  it("is advisory by default and mandatory with the production config", () => {
+    expect(serviceImagesPinned.enforcementLevel).toBe("advisory");
+    expect(JSON.parse(readFileSync(join(ROOT, "policy", "prod.json"), "utf8"))["service-images-pinned"]).toEqual({ enforcementLevel: "mandatory" });
+  });
+});
+
 describe("gateway-pods-hardened", () => {
   const hardened = () => ({
     type: K("Deployment", "apps/v1"),
@@ -243,6 +264,7 @@ describe("the pack", () => {
       "gateway-upstreams-headless-443",
       "xds-configmaps-valid",
       "envoy-image-pinned",
+      "service-images-pinned",
       "gateway-pods-hardened",
       "gateway-disruption-budget",
     ]);

@@ -6,6 +6,8 @@ import { parseStackConfig } from "../../routing/config/load.js";
 import { shiftTable } from "../../routing/shift-report.js";
 import { checkShift, nextWeights, reverseShift, shiftPhase, shiftWeights, versionWeights, type Shift } from "../../routing/shifts.js";
 import { buildRoutingTable } from "../../routing/table.js";
+import { discoverRoutes } from "../../routing/discovery.js";
+import { routingLabels, SHIFT_ANNOTATION } from "../../routing/labels.js";
 import { minimalRaw, withValue } from "./fixtures.js";
 
 const T0 = new Date("2026-11-30T10:00:00Z");
@@ -180,5 +182,45 @@ describe("npm run shifts table", () => {
       "default/batch  blue -> green  linear  shifting  70/30          69/31 at 2026-11-30T10:31:00.000Z  2026-11-30T11:40:00.000Z",
     ]);
     expect(shiftTable([{ id: "pr-3/web", shift: shift("atomic", { start: at(-200) }) }], at(30))).toEqual(["no traffic shifts in progress"]);
+  });
+});
+
+describe("a shift gets the same checks wherever it is written", () => {
+  const good = { from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00Z", duration: "100m" };
+  const bad: [string, Record<string, string>][] = [
+    ["policy", { policy: "canary" }],
+    ["start", { start: "2026-11-31T10:00:00Z" }],
+    ["duration", { duration: "2 hours" }],
+    ["duration", { duration: "6d" }],
+    ["reversed", { reversed: "2026-11-30T12:00:00Z" }],
+  ];
+  it.each(bad)("%s %j: the same message in stack config, a namespaces file and Service annotations", (field, change) => {
+    const shift = { ...good, ...change };
+    // Stack config.
+    let raw = withValue(minimalRaw(), "services", [{ name: "web", replicas: 2, versions: ["blue", "green"] }]);
+    raw = withValue(raw, "shifts", [{ service: "web", ...shift }]);
+    let fromConfig: string[] = [];
+    try {
+      parseStackConfig(raw);
+    } catch (e) {
+      fromConfig = (e as InputError).problems.map((p) => `${p.key}: ${p.message}`);
+    }
+    // A namespaces file (the routing table's facts).
+    let fromFile: string[] = [];
+    try {
+      buildRoutingTable(parseStackConfig(minimalRaw()), { "pr-1": [{ name: "web", versions: [{ version: "blue", service: "web-blue" }, { version: "green", service: "web-green" }], shifts: [shift as never] }] });
+    } catch (e) {
+      fromFile = (e as InputError).problems.map((p) => `${p.key}: ${p.message}`);
+    }
+    // Service annotations (discovery).
+    const annotations: Record<string, string> = { [SHIFT_ANNOTATION.from]: shift.from, [SHIFT_ANNOTATION.policy]: shift.policy, [SHIFT_ANNOTATION.start]: shift.start, [SHIFT_ANNOTATION.duration]: shift.duration };
+    if ("reversed" in shift) annotations[SHIFT_ANNOTATION.reversed] = (shift as { reversed: string }).reversed;
+    const svc = (version: string, a: Record<string, string> = {}) => ({ metadata: { namespace: "pr-1", name: `web-${version}`, labels: routingLabels({ service: "web", version, weight: 100, replicas: 1, websocket: false }), annotations: a }, spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] } });
+    const discovered = discoverRoutes([{ metadata: { name: "pr-1" } }], [svc("blue"), svc("green", annotations)], "default").problems.map((p) => p.message);
+
+    const message = checkShift("web", shift, ["blue", "green"]).problems[0]!.message;
+    expect(fromConfig).toEqual([`envoy-gateways:shifts[0].${field}: ${message}`]);
+    expect(fromFile).toEqual([`pr-1[0] (web).shifts[0].${field}: ${message}`]);
+    expect(discovered).toEqual([`left out: annotation ${SHIFT_ANNOTATION[field as keyof typeof SHIFT_ANNOTATION]}=${JSON.stringify(shift[field as keyof typeof shift])} ${message}`]);
   });
 });

@@ -1,0 +1,44 @@
+// The validator's problems with the generated documents, for the user. The
+// config checks refuse bad values first; what still reaches the validator
+// is a safety net, so each problem says which config key set the field when
+// that is known, and a problem that every cluster or route shares is said
+// once, with the count, not once per resource.
+import type { Problem } from "../config/errors.js";
+import type { RoutingTable } from "../table.js";
+
+/** Fields the translation sets from stack config, by the start of their path in a cluster or a route. */
+const FIELD_KEYS: [RegExp, string][] = [
+  [/^connect_timeout\b/, "upstream.connectTimeout"],
+  [/^cluster_type\b.*\bdns_refresh_rate\b/, "upstream.dnsRefreshRate"],
+  [/^cluster_type\b.*\bdns_lookup_family\b/, "upstream.dnsLookupFamily"],
+  [/^circuit_breakers\b/, "upstream.maxConnections, maxPendingRequests, maxRequests"],
+  [/^outlier_detection\b/, "upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent"],
+  [/^per_connection_buffer_limit_bytes\b/, "edge.bufferLimitBytes"],
+  [/^typed_extension_protocol_options\b.*\bidle_timeout\b/, "upstream.idleTimeout"],
+  [/^typed_extension_protocol_options\b/, "upstream.protocol"],
+  [/\broute\.timeout\b/, "upstream.routeTimeout"],
+  [/\broute\.idle_timeout\b/, "edge.websocketIdleTimeout"],
+];
+
+/** What the validator said of a gateway's documents, each problem once and with the config key behind it. */
+export function explainDocumentProblems(problems: readonly Problem[], table: RoutingTable): Problem[] {
+  const owners = new Map<string, string>();
+  for (const s of table.production) for (const v of s.versions) owners.set(v.cluster, `the service ${s.name} (envoy-gateways:services)`);
+  for (const s of table.dev) for (const v of s.versions) owners.set(v.cluster, `the dev/PR service ${s.id}`);
+  // key: "gateway/cds.yaml cluster "x" (resources[3])" -> the file, and the resource's name.
+  const groups = new Map<string, { first: Problem; resources: string[] }>();
+  for (const p of problems) {
+    const m = /^(\S+\/\S+\.yaml) (\w[\w ]*?) "([^"]+)" \(resources\[\d+\]\)$/.exec(p.key);
+    const group = m ? `${m[1]}\0${m[2]}\0${p.message}` : `\0${p.key}\0${p.message}`;
+    const entry = groups.get(group);
+    if (entry) entry.resources.push(m![3]!);
+    else groups.set(group, { first: p, resources: m ? [m[3]!] : [] });
+  }
+  return [...groups.values()].map(({ first, resources }) => {
+    const field = FIELD_KEYS.find(([pattern]) => pattern.test(first.message));
+    const owner = resources.length === 1 ? owners.get(resources[0]!) : undefined;
+    const from = [field ? `envoy-gateways:${field[1]}` : undefined, owner].filter(Boolean).join(", ");
+    const more = resources.length > 1 ? ` (the same in ${resources.length - 1} more: ${resources.slice(1, 4).join(", ")}${resources.length > 4 ? ", ..." : ""})` : "";
+    return { ...first, message: `${first.message}${from ? ` [set by ${from}]` : ""}${more}` };
+  });
+}

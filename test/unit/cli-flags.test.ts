@@ -1,0 +1,27 @@
+// Every CLI of the package: a bad flag is one line naming it (and what is allowed) and exit code 2, before anything runs.
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "./fixtures.js";
+
+function run(script: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "scripts", `${script}.ts`), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, PATH: "/nonexistent" } });
+  return { code: r.status, stderr: r.stderr.trim() };
+}
+
+describe("CLI flags", () => {
+  const cases: [string, string[], RegExp][] = [
+    ["sync-routes", ["--stack", "dev", "--debounce", "2"], /^sync-routes: --debounce "2": must be a whole number with a unit \(ms, s\), such as 500ms or 2s\nusage: /],
+    ["sync-routes", ["--stack", "dev", "--lock-wait", "soon"], /^sync-routes: --lock-wait "soon": must be a whole number with a unit \(s, m\), such as 90s or 15m\nusage: /],
+    ["sync-routes", ["--stack", "dev", "--wacth"], /^sync-routes: Unknown option '--wacth'.*\nusage: /s],
+    ["sync-routes", ["--watch"], /^sync-routes: --stack is required\nusage: /],
+    ["shifts", ["--stack", "dev", "--revers", "batch"], /^shifts: Unknown option '--revers'.*\nusage: /s],
+    ["shifts", ["--stack", "dev", "--reverse", "PR 1/web"], /^shifts: --reverse "PR 1\/web": must be a production service \(batch\) or a dev\/PR service as <namespace>\/<service>/],
+    ["shifts", [], /^shifts: --stack is required\nusage: /],
+  ];
+  it.each(cases)("%s %j", (script, args, expected) => {
+    const r = run(script, ...args);
+    expect(r.stderr).toMatch(expected);
+    expect(r.code).toBe(2);
+  });
+});
