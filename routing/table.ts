@@ -5,7 +5,7 @@
 // Weights are derived here, at an instant, from the shifts. One table feeds
 // the first ConfigMap content, every later update, and the previews.
 import { InputError, type Problem } from "./config/errors.js";
-import type { RoutingConfig } from "./config/schema.js";
+import type { RoutingConfig, SecurityHeaders } from "./config/schema.js";
 import { clusterName, isDnsLabel, routeId, serviceHost, versionServiceName } from "./names.js";
 import { checkShift, shiftSpec, versionWeights, type Shift, type ShiftSpec } from "./shifts.js";
 
@@ -38,6 +38,14 @@ export interface RoutedService {
   aliases: string[];
   /** The traffic shift that set the weights, when the service has several versions. */
   shift?: ShiftSpec;
+  /** Upper bound on one request's time, as stack config writes durations ("0s": none). */
+  routeTimeout: string;
+  /** Retries of a failed request ("count", 0: none) and the methods also retried after a reset before any response. */
+  retries: { count: number; resetMethods: string[] };
+  /** Production only: whether /metrics requires developer auth, when the service decides rather than each gateway. */
+  authenticateMetrics?: boolean;
+  /** Production only: the service's security headers, merged over each gateway's. */
+  securityHeaders?: SecurityHeaders;
 }
 
 export interface RoutingTable {
@@ -125,6 +133,10 @@ function productionService(config: RoutingConfig, s: RoutingConfig["services"][n
     rateLimit: s.rateLimit,
     websocket: s.websocket,
     aliases: [...s.aliases],
+    routeTimeout: s.routeTimeout ?? config.upstream.routeTimeout,
+    retries: { count: s.retries ?? config.upstream.retries, resetMethods: [...(s.retryResetMethods ?? config.upstream.retryResetMethods)] },
+    ...(s.authenticateMetrics !== undefined ? { authenticateMetrics: s.authenticateMetrics } : {}),
+    ...(s.securityHeaders ? { securityHeaders: s.securityHeaders } : {}),
   };
 }
 
@@ -168,6 +180,8 @@ function devService(config: RoutingConfig, namespace: string, entry: unknown, ba
     rateLimit: config.devNamespaces.rateLimit,
     websocket: facts.websocket ?? false,
     aliases: [],
+    routeTimeout: config.upstream.routeTimeout,
+    retries: { count: config.upstream.retries, resetMethods: [...config.upstream.retryResetMethods] },
   };
 }
 

@@ -23,9 +23,9 @@ const dnsName = z.string({ error: `must be ${DNS_NAME_HINT}` }).refine(isDnsSubd
  * A duration as Go and Kubernetes write them (250ms, 5s, 10m, 1h: one unit),
  * from `min` to `max` (what Envoy accepts for the field it sets, and what makes sense).
  */
-const duration = (min: string, max: string) => {
+const duration = (min: string, max: string, hint = "") => {
   const [lo, hi] = [parseDuration(min)!, parseDuration(max)!];
-  const error = `must be a duration from ${min} to ${max}, written like 250ms, 5s, 10m or 1h`;
+  const error = `must be a duration from ${min} to ${max}, written like 250ms, 5s, 10m or 1h${hint}`;
   return z.string({ error }).refine((text) => {
     const ms = parseDuration(text, ["ms", "s", "m", "h"]);
     return ms !== undefined && ms >= lo && ms <= hi;
@@ -137,15 +137,87 @@ const gatewayTls = z.strictObject({
 });
 
 /**
+ * Response headers a gateway adds for browsers, by lower-case name: a value
+ * is added when the service's response has no header of that name; with
+ * `replace: true` it replaces the service's own; `false` adds none (to drop
+ * a default).
+ */
+export type SecurityHeader = { value: string; replace: boolean } | false;
+export type SecurityHeaders = Record<string, SecurityHeader>;
+
+/**
+ * The external gateway's default browser security headers: safe for any
+ * service behind it. HSTS without includeSubDomains (other hosts under the
+ * domain may not serve HTTPS), no preload; nosniff; the referrer policy
+ * browsers default to anyway, for older ones. X-Frame-Options and a CSP are
+ * left out: services embed each other across subdomains.
+ */
+export const BROWSER_SECURITY_HEADERS: SecurityHeaders = {
+  "strict-transport-security": { value: "max-age=31536000", replace: false },
+  "x-content-type-options": { value: "nosniff", replace: false },
+  "referrer-policy": { value: "strict-origin-when-cross-origin", replace: false },
+};
+
+const HEADER_NAME = /^[a-z0-9!#$&'*+.^_`|~-]+$/;
+/** Headers a gateway must not set on responses: framing, connection management, cookies. */
+const NOT_SETTABLE = new Set(["connection", "content-length", "keep-alive", "proxy-connection", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
+const HEADER_VALUE_MAX = 4096;
+const HEADER_VALUE_HINT = `a header value (printable ASCII, no line breaks, no leading or trailing space, at most ${HEADER_VALUE_MAX.toLocaleString("en-US")} characters), { value: <that>, replace: true } to replace the service's own, or false to add none`;
+const isHeaderValue = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length <= HEADER_VALUE_MAX && /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(v);
+
+/** A map of security headers (see `SecurityHeaders`), each entry checked on its own. */
+const securityHeaders = z.record(z.string(), z.unknown(), { error: "must be a mapping of header name to value" }).transform((map, ctx): SecurityHeaders => {
+  const out: SecurityHeaders = {};
+  for (const [name, entry] of Object.entries(map)) {
+    if (!HEADER_NAME.test(name)) {
+      ctx.addIssue({ code: "custom", path: [name], message: "is not a header name: lower-case letters, digits and !#$&'*+.^_`|~- only", input: name });
+      continue;
+    }
+    if (NOT_SETTABLE.has(name)) {
+      ctx.addIssue({ code: "custom", path: [name], message: `is a header the gateway must not set on responses (${[...NOT_SETTABLE].join(", ")})`, input: name });
+      continue;
+    }
+    if (entry === false) out[name] = false;
+    else if (isHeaderValue(entry)) out[name] = { value: entry, replace: false };
+    else if (entry && typeof entry === "object" && !Array.isArray(entry) && Object.keys(entry).every((k) => k === "value" || k === "replace") && isHeaderValue((entry as { value?: unknown }).value) && typeof ((entry as { replace?: unknown }).replace ?? false) === "boolean") {
+      const e = entry as { value: string; replace?: boolean };
+      out[name] = { value: e.value, replace: e.replace ?? false };
+    } else ctx.addIssue({ code: "custom", path: [name], message: `must be ${HEADER_VALUE_HINT}`, input: entry });
+  }
+  return out;
+});
+
+/** `over` merged onto `base`, entry by entry. */
+export function mergeSecurityHeaders(base: SecurityHeaders, over: SecurityHeaders | undefined): SecurityHeaders {
+  return over ? { ...base, ...over } : base;
+}
+
+/**
+ * Methods whose requests may be repeated (RFC 9110 9.2.2): retried after a
+ * reset even though the service may have received them. POST, PATCH and
+ * CONNECT never are.
+ */
+export const IDEMPOTENT_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"] as const;
+const METHODS_HINT = `must list idempotent methods: ${IDEMPOTENT_METHODS.join(", ")} (never POST, PATCH or CONNECT: a service may act on them twice)`;
+const retryResetMethods = z
+  .array(z.enum(IDEMPOTENT_METHODS, { error: METHODS_HINT }), { error: METHODS_HINT })
+  .superRefine((list, ctx) => {
+    list.forEach((m, i) => {
+      if (list.indexOf(m) !== i) ctx.addIssue({ code: "custom", path: [i], message: "is listed twice; list each method once", input: m });
+    });
+  });
+const retryCount = intIn(0, 10, "a whole number of retries");
+
+/**
  * What sets the two gateways apart: which domain they serve and the defaults
  * of their settings. Nothing else in the code asks which gateway is which;
  * everything that differs is a setting of each gateway.
  */
 export const GATEWAY_ROLES = {
   /** Internet-facing: <service>.<domain>, the services' aliases, ACME challenges. */
-  gateway: { domainKey: "domain", serveAliases: true, acme: true, compression: false },
+  gateway: { domainKey: "domain", serveAliases: true, acme: true, compression: false, authenticateMetrics: true, securityHeaders: BROWSER_SECURITY_HEADERS },
   /** In-cluster clients: <service>.<internalDomain>, compressed responses. */
-  "internal-gateway": { domainKey: "internalDomain", serveAliases: false, acme: false, compression: true },
+  "internal-gateway": { domainKey: "internalDomain", serveAliases: false, acme: false, compression: true, authenticateMetrics: false, securityHeaders: {} as SecurityHeaders },
 } as const;
 
 type GatewayRole = (typeof GATEWAY_ROLES)[keyof typeof GATEWAY_ROLES];
@@ -175,6 +247,10 @@ const gatewaySettings = (role: GatewayRole) =>
       authenticateDevRoutes: z.boolean({ error: "must be true or false" }).default(true),
       /** Host that serves dev/PR routes (default internal.<domain of this gateway>). */
       devHost: dnsName.optional(),
+      /** Production services' /metrics (and below) require developer auth (ext_authz), unless a service says otherwise. */
+      authenticateMetrics: z.boolean({ error: "must be true or false" }).default(role.authenticateMetrics),
+      /** Browser security headers added to responses, merged over the role's defaults (false drops one). */
+      securityHeaders: securityHeaders.transform((h) => mergeSecurityHeaders(role.securityHeaders, h)).prefault({}),
     })
     .superRefine((g, ctx) => {
       // Two good replica counts are compared; a bad one is reported as such, once.
@@ -199,6 +275,16 @@ const productionService = z.strictObject({
   image: imageReference.optional(),
   /** Versions (stacks) running side by side, each behind a headless Service <name>-<version>; traffic moves between them by shifts. */
   versions: z.array(dnsLabel).min(2, { error: "must list at least two versions (leave it out for a single one)" }).optional(),
+  /** Upper bound on one request's time (default upstream.routeTimeout; 0s: none, for streaming responses). */
+  routeTimeout: duration("0s", "720h", " (0s: no bound)").optional(),
+  /** Retries of a failed request (default upstream.retries; 0: none). */
+  retries: retryCount.optional(),
+  /** Methods also retried when the service resets before answering (default upstream.retryResetMethods). */
+  retryResetMethods: retryResetMethods.optional(),
+  /** Whether /metrics requires developer auth (default: each gateway's authenticateMetrics). */
+  authenticateMetrics: z.boolean({ error: "must be true or false" }).optional(),
+  /** Security headers of this service's responses, merged over each gateway's. */
+  securityHeaders: securityHeaders.optional(),
 });
 
 /**
@@ -248,8 +334,14 @@ const upstream = z.strictObject({
   baseEjectionTime: duration("1ms", "1h").default("30s"),
   /** Outlier detection: at most this percent of a service's pods are ejected. */
   maxEjectionPercent: intIn(1, 100, "a percentage").default(50),
-  /** Timeout of a whole request to a service (0s: none; streams are bounded by the idle timeouts). */
-  routeTimeout: duration("0s", "720h").default("0s"),
+  /** Upper bound on one request's time, from the end of the request to the end of the response (a service opts out with its own routeTimeout: 0s). */
+  routeTimeout: duration("1s", "720h", " (a service without a bound sets services[].routeTimeout: 0s)").default("300s"),
+  /** Retries of a request that never reached a pod (connect failure, refused stream, reset before it was sent), each on another pod. */
+  retries: retryCount.default(2),
+  /** Methods also retried when a pod resets before answering (the pod may have acted on the request). */
+  retryResetMethods: retryResetMethods.default(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]),
+  /** At most this percent of a service's active requests may be retries, per gateway replica (at least 3 at once). */
+  retryBudgetPercent: intIn(1, 100, "a percentage").default(20),
 });
 
 const edge = z.strictObject({
@@ -257,6 +349,10 @@ const edge = z.strictObject({
   trustedHops: intIn(0, 10).default(0),
   /** Downstream connections across all listeners of one gateway pod. */
   maxConnections: intIn(1, 10_000_000).default(50000),
+  /** Connections of the HTTPS listener, per pod (default: maxConnections less the HTTP listener's share). */
+  httpsMaxConnections: intIn(1, 10_000_000).optional(),
+  /** Connections of the plain-HTTP listener (redirects, ACME), per pod (default: a tenth of maxConnections). */
+  httpMaxConnections: intIn(1, 10_000_000).optional(),
   /** Maximum size of request headers, in KiB. */
   maxRequestHeadersKb: intIn(1, 8192, "a whole number of KiB").default(60),
   /** Close downstream connections idle this long. */
@@ -374,7 +470,13 @@ export const stackConfigSchema = z
     /** Render manifests into this directory instead of applying them (the Kubernetes provider's render mode). */
     renderYamlToDirectory: z.string({ error: "must be a directory path" }).min(1).optional(),
   })
-  .transform((c) => ({ ...c, gateways: resolveGateways(c) }));
+  .transform((c) => ({ ...c, gateways: resolveGateways(c), edge: resolveEdge(c.edge) }));
+
+/** The per-listener connection limits filled in: the plain-HTTP listener a tenth of the pod's, HTTPS the rest. */
+function resolveEdge<E extends { maxConnections: number; httpMaxConnections?: number | undefined; httpsMaxConnections?: number | undefined }>(edge: E): E & { httpMaxConnections: number; httpsMaxConnections: number } {
+  const http = edge.httpMaxConnections ?? Math.max(1, Math.ceil(edge.maxConnections / 10));
+  return { ...edge, httpMaxConnections: http, httpsMaxConnections: edge.httpsMaxConnections ?? Math.max(1, edge.maxConnections - http) };
+}
 
 /** Each gateway's settings with what its role decides filled in: the domain it serves and its dev/PR host. */
 function resolveGateways<G extends { devHost?: string | undefined }>(c: { domain: string; internalDomain: string; gateways: Record<GatewayName, G> }): Record<GatewayName, G & { domain: string; devHost: string }> {
@@ -402,7 +504,7 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
     else if ((GATEWAYS as readonly string[]).includes(name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of a gateway's own Service; choose another name` });
     else seen.set(name, i);
   });
-  problems.push(...shiftConfigProblems(raw), ...derivedNameProblems(raw));
+  problems.push(...shiftConfigProblems(raw), ...derivedNameProblems(raw), ...listenerLimitProblems(raw));
   if (typeof raw.domain === "string" && raw.domain === raw.internalDomain) {
     problems.push({ path: ["internalDomain"], input: raw.internalDomain, message: "must differ from domain" });
   }
@@ -410,6 +512,15 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
 }
 
 type CrossKeyProblem = { path: (string | number)[]; input: unknown; message: string };
+
+/** A listener's connection limit above the pod's would never apply: refused, naming both. */
+function listenerLimitProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
+  const edge = (raw.edge && typeof raw.edge === "object" ? raw.edge : {}) as Record<string, unknown>;
+  const total = typeof edge.maxConnections === "number" ? edge.maxConnections : 50000;
+  return (["httpsMaxConnections", "httpMaxConnections"] as const)
+    .filter((key) => typeof edge[key] === "number" && Number.isInteger(edge[key]) && (edge[key] as number) > total)
+    .map((key) => ({ path: ["edge", key], input: edge[key], message: `must be at most edge.maxConnections (${total.toLocaleString("en-US")}), the limit of the whole pod` }));
+}
 
 /**
  * The names the program derives from the config: each gateway's hosts
@@ -567,13 +678,18 @@ const gatewayRouting = z.strictObject({
   authenticateDevRoutes: z.boolean({ error: "must be true or false" }),
   /** The divisor of per-service rate limits. */
   replicas: intIn(1, 100, "a whole number of replicas"),
+  authenticateMetrics: z.boolean({ error: "must be true or false" }),
+  /** The gateway's security headers, defaults already merged in. */
+  securityHeaders,
 });
 
 export const routingConfigSchema = z.strictObject({
   clusterDomain: dnsName,
   namespace: dnsLabel,
   gateways: z.strictObject({ gateway: gatewayRouting, "internal-gateway": gatewayRouting }),
-  services: z.array(productionService.pick({ name: true, rateLimit: true, websocket: true, aliases: true, versions: true })),
+  services: z.array(
+    productionService.pick({ name: true, rateLimit: true, websocket: true, aliases: true, versions: true, routeTimeout: true, retries: true, retryResetMethods: true, authenticateMetrics: true, securityHeaders: true }),
+  ),
   shifts: z.array(shift),
   devNamespaces: devNamespaces.pick({ rateLimit: true, upstreamTls: true }),
   upstream,
@@ -584,7 +700,15 @@ export type RoutingConfig = z.output<typeof routingConfigSchema>;
 
 /** The routing part of a stack's config: exactly the keys of `routingConfigSchema`. */
 export function routingConfig(config: StackConfig): RoutingConfig {
-  const gateway = (g: GatewaySettings) => ({ domain: g.domain, devHost: g.devHost, serveAliases: g.serveAliases, authenticateDevRoutes: g.authenticateDevRoutes, replicas: g.replicas });
+  const gateway = (g: GatewaySettings) => ({
+    domain: g.domain,
+    devHost: g.devHost,
+    serveAliases: g.serveAliases,
+    authenticateDevRoutes: g.authenticateDevRoutes,
+    replicas: g.replicas,
+    authenticateMetrics: g.authenticateMetrics,
+    securityHeaders: structuredClone(g.securityHeaders),
+  });
   return {
     clusterDomain: config.clusterDomain,
     namespace: config.namespace,
@@ -595,10 +719,15 @@ export function routingConfig(config: StackConfig): RoutingConfig {
       websocket: s.websocket,
       aliases: [...s.aliases],
       ...(s.versions ? { versions: [...s.versions] } : {}),
+      ...(s.routeTimeout !== undefined ? { routeTimeout: s.routeTimeout } : {}),
+      ...(s.retries !== undefined ? { retries: s.retries } : {}),
+      ...(s.retryResetMethods ? { retryResetMethods: [...s.retryResetMethods] } : {}),
+      ...(s.authenticateMetrics !== undefined ? { authenticateMetrics: s.authenticateMetrics } : {}),
+      ...(s.securityHeaders ? { securityHeaders: structuredClone(s.securityHeaders) } : {}),
     })),
     shifts: config.shifts.map((s) => ({ ...s })),
     devNamespaces: { rateLimit: config.devNamespaces.rateLimit, upstreamTls: config.devNamespaces.upstreamTls },
-    upstream: { ...config.upstream },
+    upstream: { ...config.upstream, retryResetMethods: [...config.upstream.retryResetMethods] },
     edge: {
       bufferLimitBytes: config.edge.bufferLimitBytes,
       websocketIdleTimeout: config.edge.websocketIdleTimeout,

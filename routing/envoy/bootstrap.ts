@@ -8,7 +8,7 @@ import { TYPE, type Json } from "./types.js";
 
 export function bootstrap(ctx: GatewayContext): Json {
   const clusters: Json[] = [];
-  if (ctx.settings.authenticateDevRoutes) clusters.push(extAuthzCluster(ctx));
+  if (ctx.extAuthz.filter) clusters.push(extAuthzCluster(ctx));
   if (ctx.settings.acme) clusters.push(acmeCluster(ctx));
   clusters.push(adminCluster(ctx));
   const doc: Json = {

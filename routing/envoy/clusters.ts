@@ -43,13 +43,14 @@ export function serviceCluster(ctx: XdsContext, service: RoutedService, version:
   return cluster;
 }
 
-/** A bootstrap cluster for one in-cluster Service, resolved like the routed ones. */
+/** A bootstrap cluster for one in-cluster Service, resolved like the routed ones, with the same bounded buffers. */
 function serviceDnsCluster(ctx: XdsContext, name: string, target: { service: string; namespace: string; port: number }): Json {
   return {
     name,
     cluster_type: ctx.shared.dnsCluster,
     connect_timeout: ctx.shared.connectTimeout,
     load_assignment: loadAssignment(name, serviceHost(target.service, target.namespace, ctx.config.clusterDomain), target.port),
+    per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
   };
 }
 
@@ -75,6 +76,7 @@ export function adminCluster(ctx: GatewayContext): Json {
     type: "STATIC",
     connect_timeout: "1s",
     load_assignment: loadAssignment(STATIC_CLUSTER.admin, "127.0.0.1", ctx.ports.admin),
+    per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
   };
 }
 

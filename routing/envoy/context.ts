@@ -3,11 +3,11 @@
 // parts are single objects on purpose: the xDS YAML writes each once (an
 // anchor) and refers to it from every cluster or route (an alias), which keeps
 // the ConfigMap small; Envoy's YAML loader expands the aliases.
-import type { GatewayName, GatewaySettings, RoutingConfig, StackConfig } from "../config/schema.js";
+import type { GatewayName, GatewaySettings, RoutingConfig, SecurityHeaders, StackConfig } from "../config/schema.js";
 import { DNS_CLUSTER_TYPE, FILTER, POD_PATHS, POD_PORTS, TYPE, type EnvoyPaths, type Json, type ListenerPorts } from "./types.js";
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
-import { envoyDuration } from "./units.js";
-import { ExtAuthzDisabled, localRateLimit } from "./filters.js";
+import { envoyDuration, formatLiteral } from "./units.js";
+import { ExtAuthzDisabled, ExtAuthzEnabled, localRateLimit } from "./filters.js";
 
 /** Options for where and how Envoy runs; the defaults are the gateway pod's. */
 export interface RenderOptions {
@@ -33,6 +33,8 @@ export interface XdsContext {
   ports: ListenerPorts;
   listenAddress: string;
   dnsResolver: { address: string; port: number } | undefined;
+  /** Whether the gateway runs ext_authz at all (dev/PR routes or some service's /metrics), and on the dev/PR routes. */
+  extAuthz: { filter: boolean; devRoutes: boolean };
   shared: SharedParts;
 }
 
@@ -53,10 +55,33 @@ export interface SharedParts {
   dev: { transportSocket: Json; protocolOptions: Json };
   /** typed_per_filter_config of a production virtual host: ext_authz off. */
   extAuthzOff: Json;
-  routeTimeout: string;
   websocketIdleTimeout: string;
   /** typed_per_filter_config of a rate-limited route, by requests per second per gateway replica. */
   rateLimited(perReplica: number): Json;
+  /** typed_per_filter_config of a /metrics route: ext_authz on again, and the service's rate limit (if any). */
+  metricsAuthenticated(perReplica: number | undefined): Json;
+  /** A virtual host's retry_policy, by number of retries. */
+  retryPolicy(count: number): Json;
+  /** A virtual host's request_headers_to_add that also retries resets of these methods' requests. */
+  retryOnReset(methods: readonly string[]): Json[];
+  /** A virtual host's response_headers_to_add for these security headers (undefined when there are none). */
+  securityHeaders(headers: SecurityHeaders): Json[] | undefined;
+}
+
+/** Whether a production service's /metrics requires developer auth on a gateway: the service's choice, else the gateway's. */
+export function metricsAuthenticated(settings: { authenticateMetrics: boolean }, service: { authenticateMetrics?: boolean | undefined }): boolean {
+  return service.authenticateMetrics ?? settings.authenticateMetrics;
+}
+
+/**
+ * Whether a gateway runs ext_authz: for its dev/PR routes, or for a
+ * production service's /metrics. The bootstrap (the filter, its cluster, the
+ * login redirect) and the routes (who turns it off) agree through this.
+ */
+export function extAuthzUse(config: Pick<RoutingConfig, "gateways" | "services">, gateway: GatewayName): { filter: boolean; devRoutes: boolean } {
+  const settings = config.gateways[gateway];
+  const metrics = config.services.some((s) => metricsAuthenticated(settings, s));
+  return { filter: settings.authenticateDevRoutes || metrics, devRoutes: settings.authenticateDevRoutes };
 }
 
 export function gatewayContext(config: StackConfig, gateway: GatewayName, options?: RenderOptions): GatewayContext;
@@ -65,6 +90,10 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
   const settings = config.gateways[gateway];
   const paths = options.paths ?? POD_PATHS;
   const rateLimits = new Map<number, Json>();
+  const metricsRoutes = new Map<number | undefined, Json>();
+  const retryPolicies = new Map<number, Json>();
+  const resetRetries = new Map<string, Json[]>();
+  const headerLists = new Map<string, Json[] | undefined>();
   const up = config.upstream;
   const protocolOptions = upstreamProtocolOptions(config);
   const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions };
@@ -81,7 +110,16 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     },
     connectTimeout: envoyDuration(up.connectTimeout),
     circuitBreakers: {
-      thresholds: [{ max_connections: up.maxConnections, max_pending_requests: up.maxPendingRequests, max_requests: up.maxRequests, track_remaining: true }],
+      thresholds: [
+        {
+          max_connections: up.maxConnections,
+          max_pending_requests: up.maxPendingRequests,
+          max_requests: up.maxRequests,
+          // Retries in flight at most this share of the active requests (at least 3), instead of a fixed max_retries.
+          retry_budget: { budget_percent: { value: up.retryBudgetPercent }, min_retry_concurrency: 3 },
+          track_remaining: true,
+        },
+      ],
     },
     outlierDetection: {
       consecutive_5xx: up.consecutive5xx,
@@ -91,12 +129,38 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     production,
     dev,
     extAuthzOff: { [FILTER.extAuthz]: ExtAuthzDisabled },
-    routeTimeout: envoyDuration(up.routeTimeout),
     websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),
     rateLimited(perReplica) {
       let config = rateLimits.get(perReplica);
       if (!config) rateLimits.set(perReplica, (config = { [FILTER.localRateLimit]: localRateLimit(perReplica) }));
       return config;
+    },
+    metricsAuthenticated(perReplica) {
+      let config = metricsRoutes.get(perReplica);
+      if (!config) {
+        config = { [FILTER.extAuthz]: ExtAuthzEnabled, ...(perReplica !== undefined ? shared.rateLimited(perReplica) : {}) };
+        metricsRoutes.set(perReplica, config);
+      }
+      return config;
+    },
+    retryPolicy(count) {
+      let policy = retryPolicies.get(count);
+      if (!policy) retryPolicies.set(count, (policy = retryPolicy(count)));
+      return policy;
+    },
+    retryOnReset(methods) {
+      const key = [...methods].sort().join(",");
+      let headers = resetRetries.get(key);
+      if (!headers) resetRetries.set(key, (headers = [retryOnResetHeader(methods)]));
+      return headers;
+    },
+    securityHeaders(headers) {
+      const list = Object.entries(headers).flatMap(([name, h]) =>
+        h === false ? [] : [{ header: { key: name, value: formatLiteral(h.value) }, append_action: h.replace ? "OVERWRITE_IF_EXISTS_OR_ADD" : "ADD_IF_ABSENT" }],
+      );
+      const key = JSON.stringify(list);
+      if (!headerLists.has(key)) headerLists.set(key, list.length ? list : undefined);
+      return headerLists.get(key);
     },
   };
   return {
@@ -107,8 +171,39 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     ports: options.ports ?? POD_PORTS,
     listenAddress: options.listenAddress ?? "0.0.0.0",
     dnsResolver: options.dnsResolver,
+    extAuthz: extAuthzUse(config, gateway),
     shared,
   };
+}
+
+/**
+ * Retries that are safe for every method: the request never reached a pod
+ * (connect failure, a refused HTTP/2 stream, a reset before any of it was
+ * sent). Each retry goes to another pod (previous_hosts), after Envoy's
+ * default backoff (25 ms doubling, at most 250 ms), within the clusters'
+ * retry budget.
+ */
+function retryPolicy(count: number): Json {
+  return {
+    retry_on: "connect-failure,refused-stream,reset-before-request",
+    num_retries: count,
+    retry_host_predicate: [{ name: "envoy.retry_host_predicates.previous_hosts", typed_config: { "@type": TYPE.previousHosts } }],
+    host_selection_retry_max_attempts: 3,
+  };
+}
+
+/**
+ * Resets after the request was sent (before any response) are retried only
+ * for idempotent methods: Envoy's retry policy cannot tell methods apart, so
+ * the virtual host adds `x-envoy-retry-on: reset` to their requests before
+ * the router reads its retry policy (request headers are finalized first),
+ * and the router consumes the header (it never reaches the pod). The value
+ * is empty, so no header is added, for every other method. Clients cannot
+ * send the header themselves: Envoy strips x-envoy-* from external requests.
+ */
+function retryOnResetHeader(methods: readonly string[]): Json {
+  const list = methods.map((m) => `'${m}'`).join(", ");
+  return { header: { key: "x-envoy-retry-on", value: `%CEL(request.method in [${list}] ? 'reset' : '')%` }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" };
 }
 
 /** Requests per second of one gateway replica for a whole-service limit (at least 1). */

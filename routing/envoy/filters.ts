@@ -3,7 +3,7 @@
 import type { StackConfig } from "../config/schema.js";
 import { serviceHost } from "../names.js";
 import { FILTER, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
-import { envoyDuration } from "./units.js";
+import { celString, envoyDuration } from "./units.js";
 
 /** ext_authz over HTTPS to the auth service; fails closed (503) when it is down. */
 export function extAuthzFilter(config: StackConfig): Json {
@@ -62,6 +62,54 @@ export function healthCheckFilter(): Json {
 
 /** Per-route config that turns ext_authz off (production routes). */
 export const ExtAuthzDisabled: Json = { "@type": TYPE.extAuthzPerRoute, disabled: true };
+
+/** Per-route config that turns ext_authz on again under a virtual host that turns it off (a production service's /metrics). */
+export const ExtAuthzEnabled: Json = { "@type": TYPE.extAuthzPerRoute, check_settings: {} };
+
+/**
+ * What encodeURIComponent escapes, among the characters a request target can
+ * hold: Envoy answers 400 to a path with anything but printable ASCII (a
+ * browser sends non-ASCII text percent-encoded, as UTF-8), so the original
+ * URL is printable ASCII, and escaping these (% first) percent-encodes it
+ * exactly as encodeURIComponent would.
+ */
+const URI_COMPONENT_ESCAPED = ["%", " ", '"', "#", "$", "&", "+", ",", "/", ":", ";", "<", "=", ">", "?", "@", "[", "\\", "]", "^", "`", "{", "|", "}"];
+
+/** A CEL expression of `expr` (a string) percent-encoded as a URI component. */
+export function celUriComponent(expr: string): string {
+  const hex = (ch: string) => `%${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`;
+  return URI_COMPONENT_ESCAPED.reduce((e, ch) => `${e}.replace(${celString(ch)}, ${celString(hex(ch))})`, `(${expr})`);
+}
+
+/**
+ * The Location of a login redirect: when ext_authz denied a request and the
+ * local reply mapper made that a 302, `<loginUrl>?next=` and the original
+ * URL (https, host, path and query, as routed) percent-encoded. Envoy's
+ * header values cannot encode; this filter's CEL formatter, with its string
+ * functions, can. It runs first, so it sees the replies ext_authz sends; on
+ * every other response the value is empty and nothing is added. A Location
+ * the auth service set itself is kept.
+ */
+export function loginLocationFilter(loginUrl: string): Json {
+  const base = `${loginUrl}${loginUrl.includes("?") ? "&" : "?"}next=`;
+  const original = celUriComponent("'https://' + request.host + request.path");
+  const expr = `response.code == 302 && response.code_details == 'ext_authz_denied' ? ${celString(base)} + ${original} : ''`;
+  return {
+    name: FILTER.headerMutation,
+    typed_config: {
+      "@type": TYPE.headerMutation,
+      mutations: {
+        response_mutations: [{ append: { header: { key: "location", value: `%CEL(${expr})%` }, append_action: "ADD_IF_ABSENT" } }],
+        formatters: [{ name: "envoy.formatter.cel", typed_config: { "@type": TYPE.celFormatter, cel_config: { enable_string_concat: true, enable_string_functions: true } } }],
+      },
+    },
+  };
+}
+
+/** At most `max` connections open at once on the listener whose filter chain starts with this filter; more are closed at once. */
+export function connectionLimitFilter(statPrefix: string, max: number): Json {
+  return { name: "envoy.filters.network.connection_limit", typed_config: { "@type": TYPE.connectionLimit, stat_prefix: statPrefix, max_connections: max } };
+}
 
 /**
  * Per-route local rate limit: `perSecond` requests per second per gateway

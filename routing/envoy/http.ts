@@ -1,9 +1,9 @@
 // HTTP connection managers, hardened as Envoy's "Configuring Envoy as an edge
 // proxy" guidance lists: trusted client address, path normalisation, header
 // name and size rules, timeouts, HTTP/2 stream and window limits.
-import { formatLiteral, envoyDuration } from "./units.js";
+import { envoyDuration } from "./units.js";
 import type { GatewayContext } from "./context.js";
-import { accessLog, compressorFilter, extAuthzFilter, localRateLimitFilter, routerFilter } from "./filters.js";
+import { accessLog, compressorFilter, extAuthzFilter, localRateLimitFilter, loginLocationFilter, routerFilter } from "./filters.js";
 import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 
 /** Settings every client-facing connection manager shares. */
@@ -38,7 +38,7 @@ function edgeSettings(ctx: GatewayContext): Json {
 /** The TLS listener's connection manager: routes by RDS from the watched xDS directory. */
 export function httpsConnectionManager(ctx: GatewayContext): Json {
   const filters: Json[] = [];
-  if (ctx.settings.authenticateDevRoutes) filters.push(extAuthzFilter(ctx.config));
+  if (ctx.extAuthz.filter) filters.push(loginLocationFilter(loginUrl(ctx)), extAuthzFilter(ctx.config));
   filters.push(localRateLimitFilter());
   if (ctx.settings.compression) filters.push(compressorFilter());
   filters.push(routerFilter());
@@ -56,25 +56,23 @@ export function httpsConnectionManager(ctx: GatewayContext): Json {
     upgrade_configs: [{ upgrade_type: "websocket" }],
     ...edgeSettings(ctx),
   };
-  if (ctx.settings.authenticateDevRoutes) hcm.local_reply_config = loginRedirect(ctx);
+  if (ctx.extAuthz.filter) hcm.local_reply_config = loginRedirect();
   return hcm;
 }
 
+/** Where a 401 from the auth check redirects (default https://auth.<domain>/login). */
+export function loginUrl(ctx: GatewayContext): string {
+  return ctx.config.auth.loginUrl ?? `https://auth.${ctx.config.domain}/login`;
+}
+
 /**
- * A 401 from the auth check becomes a 302 to the login page, carrying the
- * original URL (Envoy fills in host and path per request) after `next=`.
+ * A 401 from the auth check becomes a 302 to the login page; the first
+ * filter (loginLocationFilter) adds its Location, with the original URL
+ * percent-encoded after `next=`.
  */
-export function loginRedirect(ctx: GatewayContext): Json {
-  const login = ctx.config.auth.loginUrl ?? `https://auth.${ctx.config.domain}/login`;
-  const location = `${formatLiteral(login)}${login.includes("?") ? "&" : "?"}next=https://%REQ(:AUTHORITY)%%REQ(:PATH)%`;
+export function loginRedirect(): Json {
   return {
-    mappers: [
-      {
-        filter: { status_code_filter: { comparison: { op: "EQ", value: { default_value: 401, runtime_key: "login_redirect_status" } } } },
-        status_code: 302,
-        headers_to_add: [{ header: { key: "location", value: location }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }],
-      },
-    ],
+    mappers: [{ filter: { status_code_filter: { comparison: { op: "EQ", value: { default_value: 401, runtime_key: "login_redirect_status" } } } }, status_code: 302 }],
   };
 }
 

@@ -1,7 +1,7 @@
 // Listeners stay static in the bootstrap: changing a listener drains its
 // connections, changing routes or clusters (RDS/CDS files) does not.
 import type { GatewayContext } from "./context.js";
-import { healthCheckFilter } from "./filters.js";
+import { connectionLimitFilter, healthCheckFilter } from "./filters.js";
 import { httpConnectionManager, httpsConnectionManager, plainConnectionManager } from "./http.js";
 import { downstreamTransportSocket } from "./tls.js";
 import { STATIC_CLUSTER, type Json } from "./types.js";
@@ -14,23 +14,34 @@ function address(host: string, port: number): Json {
   return { socket_address: { address: host, port_value: port } };
 }
 
-/** TLS listener (Service port 443): every routed host. */
+/**
+ * TLS listener (Service port 443): every routed host. At most
+ * edge.httpsMaxConnections connections (the overload manager's limit counts
+ * all listeners together, so one listener could take them all).
+ */
 export function httpsListener(ctx: GatewayContext): Json {
   return {
     name: "https",
     address: address(ctx.listenAddress, ctx.ports.https),
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
-    filter_chains: [{ filters: [hcmFilter(httpsConnectionManager(ctx))], transport_socket: downstreamTransportSocket(ctx.config, ctx.paths) }],
+    filter_chains: [
+      {
+        filters: [connectionLimitFilter("https", ctx.config.edge.httpsMaxConnections), hcmFilter(httpsConnectionManager(ctx))],
+        transport_socket: downstreamTransportSocket(ctx.config, ctx.paths),
+      },
+    ],
   };
 }
 
-/** Plain-HTTP listener (Service port 80): redirects, and ACME challenges when enabled. */
+/** Plain-HTTP listener (Service port 80): redirects, and ACME challenges when enabled; at most edge.httpMaxConnections connections. */
 export function httpListener(ctx: GatewayContext): Json {
   return {
     name: "http",
     address: address(ctx.listenAddress, ctx.ports.http),
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
-    filter_chains: [{ filters: [hcmFilter(httpConnectionManager(ctx, ctx.settings.acme ? STATIC_CLUSTER.acme : undefined))] }],
+    filter_chains: [
+      { filters: [connectionLimitFilter("http", ctx.config.edge.httpMaxConnections), hcmFilter(httpConnectionManager(ctx, ctx.settings.acme ? STATIC_CLUSTER.acme : undefined))] },
+    ],
   };
 }
 

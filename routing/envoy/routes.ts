@@ -1,8 +1,16 @@
 // The TLS listener's route configuration (RDS): one virtual host per
-// production service, one for the dev/PR routes.
+// production service, one for the dev/PR routes. What a virtual host shares
+// by all its routes (retries, security headers, ext_authz off) is set on the
+// virtual host, from objects shared between hosts, so a dev route costs no
+// more bytes for it.
+import { mergeSecurityHeaders, type SecurityHeaders } from "../config/schema.js";
 import type { RoutedService, RoutingTable } from "../table.js";
-import { perReplicaLimit, type XdsContext } from "./context.js";
+import { metricsAuthenticated, perReplicaLimit, type XdsContext } from "./context.js";
 import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
+import { envoyDuration } from "./units.js";
+
+/** The path (and everything below it) of a production service's own metrics, which can require developer auth. */
+export const METRICS_PATH = "/metrics";
 
 export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
   const hosts = table.production.map((s) => productionVirtualHost(ctx, s));
@@ -17,42 +25,70 @@ export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
   };
 }
 
-/** s.<domain> (plus its aliases, on a gateway that serves them) -> s, with ext_authz off. */
+/**
+ * s.<domain> (plus its aliases, on a gateway that serves them) -> s, with
+ * ext_authz off, except on /metrics where the service's metrics are
+ * authenticated on this gateway.
+ */
 export function productionVirtualHost(ctx: XdsContext, service: RoutedService): Json {
   const domains = [`${service.name}.${ctx.settings.domain}`, ...(ctx.settings.serveAliases ? service.aliases : [])];
-  const host: Json = {
-    name: service.name,
-    domains,
-    routes: [serviceRoute(ctx, service, { prefix: "/" })],
-  };
-  if (ctx.settings.authenticateDevRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
-  return host;
+  const route = serviceRoute(ctx, service, { prefix: "/" });
+  const routes = [route];
+  if (ctx.extAuthz.filter && metricsAuthenticated(ctx.settings, service)) {
+    // The same action (one object, written once): only the match and ext_authz differ.
+    const perReplica = service.rateLimit !== undefined ? perReplicaLimit(service.rateLimit, ctx.settings.replicas) : undefined;
+    routes.unshift({ match: { path_separated_prefix: METRICS_PATH }, route: route.route, typed_per_filter_config: ctx.shared.metricsAuthenticated(perReplica) });
+  }
+  const host: Json = { name: service.name, domains, routes };
+  if (ctx.extAuthz.filter) host.typed_per_filter_config = ctx.shared.extAuthzOff;
+  return withHostPolicies(ctx, host, service.retries, mergeSecurityHeaders(ctx.settings.securityHeaders, service.securityHeaders));
 }
 
-/** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz. */
+/** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz (unless the gateway turns it off). */
 export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService[]): Json {
-  return {
+  const host: Json = {
     name: "dev",
     domains: [ctx.settings.devHost],
     routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` })),
   };
+  if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
+  // Dev/PR services all take the stack's upstream retries and the gateway's security headers.
+  const up = ctx.config.upstream;
+  return withHostPolicies(ctx, host, { count: up.retries, resetMethods: up.retryResetMethods }, ctx.settings.securityHeaders);
+}
+
+/**
+ * What every route of a virtual host shares: retries (connect failures and
+ * resets before the request was sent for every method, resets before any
+ * response for the idempotent ones) and the security headers added to
+ * responses that lack them.
+ */
+function withHostPolicies(ctx: XdsContext, host: Json, retries: RoutedService["retries"], headers: SecurityHeaders): Json {
+  if (retries.count > 0) {
+    host.retry_policy = ctx.shared.retryPolicy(retries.count);
+    if (retries.resetMethods.length > 0) host.request_headers_to_add = ctx.shared.retryOnReset(retries.resetMethods);
+  }
+  const responseHeaders = ctx.shared.securityHeaders(headers);
+  if (responseHeaders) host.response_headers_to_add = responseHeaders;
+  return host;
 }
 
 /**
  * One route: to the service's cluster (or weighted clusters for several
  * versions), Host rewritten to the Service name (so SNI and the certificate
- * check use it) with the original in x-forwarded-host, optional rate limit.
+ * check use it) with the original in x-forwarded-host, the request time
+ * bounded (unless the service opts out), optional rate limit.
  */
-function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Json {
+function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Json & { route: Json } {
   const action: Json =
     service.versions.length === 1
       ? { cluster: service.versions[0]!.cluster }
       : { weighted_clusters: { clusters: service.versions.map((v) => ({ name: v.cluster, weight: v.weight })) } };
   action.auto_host_rewrite = true;
   action.append_x_forwarded_host = true;
-  action.timeout = ctx.shared.routeTimeout;
+  action.timeout = envoyDuration(service.routeTimeout);
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
-  const route: Json = { match, route: action };
+  const route: Json & { route: Json } = { match, route: action };
   if (service.rateLimit !== undefined) {
     route.typed_per_filter_config = ctx.shared.rateLimited(perReplicaLimit(service.rateLimit, ctx.settings.replicas));
   }

@@ -14,6 +14,10 @@ export const TYPE = {
   router: `${T}envoy.extensions.filters.http.router.v3.Router`,
   extAuthz: `${T}envoy.extensions.filters.http.ext_authz.v3.ExtAuthz`,
   extAuthzPerRoute: `${T}envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute`,
+  headerMutation: `${T}envoy.extensions.filters.http.header_mutation.v3.HeaderMutation`,
+  celFormatter: `${T}envoy.extensions.formatter.cel.v3.Cel`,
+  connectionLimit: `${T}envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit`,
+  previousHosts: `${T}envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate`,
   localRateLimit: `${T}envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit`,
   compressor: `${T}envoy.extensions.filters.http.compressor.v3.Compressor`,
   gzip: `${T}envoy.extensions.compression.gzip.compressor.v3.Gzip`,
@@ -32,6 +36,7 @@ export const DNS_CLUSTER_TYPE = "envoy.cluster.dns";
 
 /** Names of the HTTP filters, as used in typed_per_filter_config. */
 export const FILTER = {
+  headerMutation: "envoy.filters.http.header_mutation",
   extAuthz: "envoy.filters.http.ext_authz",
   localRateLimit: "envoy.filters.http.local_ratelimit",
   compressor: "envoy.filters.http.compressor",

@@ -19,3 +19,18 @@ export function memoryBytes(q: string): number {
 export function formatLiteral(text: string): string {
   return text.replaceAll("%", "%%");
 }
+
+/**
+ * A CEL string literal of `text`, for a %CEL(...)% command: every character
+ * but letters, digits and a few safe ones is written as a \u or \U escape, so
+ * no quote, backslash, `)` or `%` of the text can end the literal or the
+ * command around it.
+ */
+export function celString(text: string): string {
+  const escaped = [...text].map((ch) => {
+    if (/[A-Za-z0-9 ./:?=&_~-]/.test(ch)) return ch;
+    const code = ch.codePointAt(0)!;
+    return code <= 0xffff ? `\\u${code.toString(16).padStart(4, "0")}` : `\\U${code.toString(16).padStart(8, "0")}`;
+  });
+  return `'${escaped.join("")}'`;
+}

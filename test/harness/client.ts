@@ -109,9 +109,10 @@ export interface WebsocketResult {
 
 /**
  * Opens a websocket through the gateway (HTTP/1.1 Upgrade over TLS), sends
- * each message as a text frame and collects one reply per message, then closes.
+ * each message as a text frame, the next one `gapMs` after the reply to the
+ * previous, and collects one reply per message, then closes.
  */
-export function websocketExchange(endpoint: Endpoint, host: string, path: string, messages: string[], timeoutMs = 10_000): Promise<WebsocketResult> {
+export function websocketExchange(endpoint: Endpoint, host: string, path: string, messages: string[], timeoutMs = 10_000, gapMs = 0): Promise<WebsocketResult> {
   return new Promise((resolve, reject) => {
     const key = randomBytes(16).toString("base64");
     const socket = tlsConnect({ host: endpoint.address, port: endpoint.port, servername: host, ca: endpoint.ca, ALPNProtocols: ["http/1.1"] });
@@ -145,13 +146,18 @@ export function websocketExchange(endpoint: Endpoint, host: string, path: string
         const accept = /\r\nsec-websocket-accept: *([^\r\n]+)/i.exec(head)?.[1]?.trim();
         if (status !== 101) return finish({ status, head, acceptValid: false, replies });
         if (accept !== websocketAccept(key)) return finish({ status, head, acceptValid: false, replies });
-        for (const m of messages) socket.write(encodeFrame(0x1, Buffer.from(m), true));
+        if (messages.length === 0) return finish({ status, head, acceptValid: true, replies });
+        socket.write(encodeFrame(0x1, Buffer.from(messages[0]!), true));
       }
       for (;;) {
         const frame = parseFrame(buffer);
         if (!frame) break;
         buffer = buffer.subarray(frame.length);
-        if (frame.opcode === 0x1) replies.push(frame.payload.toString("utf8"));
+        if (frame.opcode === 0x1) {
+          replies.push(frame.payload.toString("utf8"));
+          const next = messages[replies.length];
+          if (next !== undefined) setTimeout(() => socket.write(encodeFrame(0x1, Buffer.from(next), true)), gapMs);
+        }
         if (replies.length === messages.length) {
           const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
           return finish({ status, head, acceptValid: true, replies });

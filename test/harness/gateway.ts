@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GatewayName, StackConfig } from "../../routing/config/schema.js";
-import type { RenderOptions } from "../../routing/envoy/context.js";
+import { extAuthzUse, type RenderOptions } from "../../routing/envoy/context.js";
 import type { EnvoyPaths, ListenerPorts } from "../../routing/envoy/types.js";
 import { serviceHost, UPSTREAM_PORT } from "../../routing/names.js";
 import { renderGateway, type GatewayFiles } from "../../routing/render.js";
@@ -182,6 +182,8 @@ export class GatewayHarness {
     for (const domain of [c.domain, c.internalDomain]) {
       names.add(domain);
       names.add(`*.${domain}`);
+      // Exact names too: clients refuse a wildcard right under a one-label domain (*.hail).
+      for (const s of c.services) names.add(`${s.name}.${domain}`);
     }
     for (const s of c.services) for (const a of s.aliases) names.add(a);
     for (const g of Object.values(c.gateways)) if (g.devHost) names.add(g.devHost);
@@ -220,7 +222,7 @@ export class GatewayHarness {
     const wanted: { namespace: string; service: string; kind: "production" | "dev" | "auth" | "acme" }[] = [];
     for (const s of table.production) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "production" });
     for (const s of table.dev) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "dev" });
-    if (settings.authenticateDevRoutes) wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
+    if (extAuthzUse(c, this.gateway).filter) wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
     if (settings.acme) wanted.push({ namespace: c.acme.namespace, service: c.acme.service, kind: "acme" });
     for (const w of wanted) {
       if (this.groups.has(this.groupKey(w.namespace, w.service))) continue;

@@ -28,6 +28,23 @@ describe("stack config", () => {
     expect(prod.upstream.lbPolicy).toBe("LEAST_REQUEST");
     expect(prod.upstream.dnsLookupFamily).toBe("V4_ONLY");
     expect(prod.tls.minimumVersion).toBe("TLSv1_2");
+    // The gateways' settings that default by role.
+    expect(prod.gateways.gateway.authenticateMetrics).toBe(true);
+    expect(prod.gateways["internal-gateway"].authenticateMetrics).toBe(false);
+    expect(Object.keys(prod.gateways.gateway.securityHeaders)).toEqual(["strict-transport-security", "x-content-type-options", "referrer-policy"]);
+    expect(prod.gateways["internal-gateway"].securityHeaders).toEqual({});
+    expect(prod.upstream).toMatchObject({ routeTimeout: "300s", retries: 2, retryResetMethods: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"], retryBudgetPercent: 20 });
+    expect(prod.edge).toMatchObject({ maxConnections: 50000, httpsMaxConnections: 45000, httpMaxConnections: 5000 });
+  });
+
+  it("merges a gateway's security headers over its role's defaults, in every written form", () => {
+    const c = parseStackConfig(withValue(minimalRaw(), "gateways.gateway.securityHeaders", { "x-frame-options": "DENY", "referrer-policy": false, "strict-transport-security": { value: "max-age=60", replace: true } }));
+    expect(c.gateways.gateway.securityHeaders).toEqual({
+      "strict-transport-security": { value: "max-age=60", replace: true },
+      "x-content-type-options": { value: "nosniff", replace: false },
+      "referrer-policy": false,
+      "x-frame-options": { value: "DENY", replace: false },
+    });
   });
 
   it("reads config the way the engine passes it (objects as JSON text)", () => {
@@ -104,6 +121,24 @@ describe("stack config", () => {
     ["weak cipher", "tls", { cipherSuites: ["AES128-SHA"] }, "envoy-gateways:tls.cipherSuites[0]", /must be one of ECDHE-ECDSA-AES128-GCM-SHA256/],
     ["no ciphers", "tls", { cipherSuites: [] }, "envoy-gateways:tls.cipherSuites", /at least one cipher suite/],
     ["skipAwait as text", "skipAwait", "yes", "envoy-gateways:skipAwait", /true or false/],
+    ["metrics auth as text", "gateways.gateway.authenticateMetrics", "yes", "envoy-gateways:gateways.gateway.authenticateMetrics", /true or false.*got "yes"/],
+    ["a service's metrics auth as a number", "services.0.authenticateMetrics", 1, "envoy-gateways:services[0].authenticateMetrics", /true or false \(got 1\)/],
+    ["security headers as a list", "gateways.gateway.securityHeaders", ["nosniff"], "envoy-gateways:gateways.gateway.securityHeaders", /mapping of header name to value/],
+    ["an upper-case security header", "gateways.gateway.securityHeaders", { "X-Frame-Options": "DENY" }, "envoy-gateways:gateways.gateway.securityHeaders.X-Frame-Options", /not a header name: lower-case letters.*got "X-Frame-Options"/],
+    ["a security header the gateway must not set", "services.0.securityHeaders", { "set-cookie": "a=b" }, "envoy-gateways:services[0].securityHeaders.set-cookie", /must not set on responses.*got "set-cookie"/],
+    ["a security header value with a line break", "gateways.gateway.securityHeaders", { "x-frame-options": "DENY\r\nx-evil: 1" }, "envoy-gateways:gateways.gateway.securityHeaders.x-frame-options", /must be a header value \(printable ASCII, no line breaks.*or false to add none/],
+    ["a security header with an unknown option", "services.0.securityHeaders", { "x-frame-options": { value: "DENY", force: true } }, "envoy-gateways:services[0].securityHeaders.x-frame-options", /must be a header value.*\{ value: <that>, replace: true \}.*got \{"value":"DENY","force":true\}/],
+    ["an empty security header value", "gateways.gateway.securityHeaders", { "x-frame-options": "" }, "envoy-gateways:gateways.gateway.securityHeaders.x-frame-options", /must be a header value/],
+    ["no route timeout at all", "upstream", { routeTimeout: "0s" }, "envoy-gateways:upstream.routeTimeout", /duration from 1s to 720h.*a service without a bound sets services\[\]\.routeTimeout: 0s\) \(got "0s"\)/],
+    ["a service's route timeout without a unit", "services.1.routeTimeout", "30", "envoy-gateways:services[1].routeTimeout", /duration from 0s to 720h.*\(0s: no bound\) \(got "30"\)/],
+    ["eleven retries", "upstream", { retries: 11 }, "envoy-gateways:upstream.retries", /whole number of retries from 0 to 10 \(got 11\)/],
+    ["a fraction of a retry for a service", "services.0.retries", 1.5, "envoy-gateways:services[0].retries", /whole number of retries from 0 to 10/],
+    ["POST retried after a reset", "upstream", { retryResetMethods: ["GET", "POST"] }, "envoy-gateways:upstream.retryResetMethods[1]", /idempotent methods: GET, HEAD, OPTIONS, PUT, DELETE, TRACE \(never POST, PATCH or CONNECT.*got "POST"/],
+    ["a method listed twice", "services.0.retryResetMethods", ["GET", "GET"], "envoy-gateways:services[0].retryResetMethods[1]", /listed twice/],
+    ["methods as one string", "services.0.retryResetMethods", "GET,HEAD", "envoy-gateways:services[0].retryResetMethods", /must list idempotent methods/],
+    ["a retry budget of 0%", "upstream", { retryBudgetPercent: 0 }, "envoy-gateways:upstream.retryBudgetPercent", /percentage from 1 to 100/],
+    ["no connections for plain HTTP", "edge", { httpMaxConnections: 0 }, "envoy-gateways:edge.httpMaxConnections", /from 1 to 10,000,000 \(got 0\)/],
+    ["an HTTPS listener limit above the pod's", "edge", { maxConnections: 1000, httpsMaxConnections: 2000 }, "envoy-gateways:edge.httpsMaxConnections", /must be at most edge\.maxConnections \(1,000\), the limit of the whole pod \(got 2000\)/],
   ];
 
   it.each(cases)("rejects %s, naming the key, the value and what is allowed", (_, path, value, key, message) => {
@@ -191,7 +226,7 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     ["a selector value of 64 characters", withValue(minimalRaw(), "devNamespaces", { selector: `routes=${"d".repeat(64)}` }), [/^envoy-gateways:devNamespaces\.selector: must be a label selector .*: value "d{64}" of routes is not a label value/]],
     ["a selector key with a bad prefix", withValue(minimalRaw(), "devNamespaces", { selector: "Routes.IO/x=dev" }), [/devNamespaces\.selector: must be a label selector .*: key "Routes\.IO\/x" is not a Kubernetes label or annotation key/]],
     ["a zero connect timeout", withValue(minimalRaw(), "upstream", { connectTimeout: "0s" }), [/^envoy-gateways:upstream\.connectTimeout: must be a duration from 1ms to 1h, written like 250ms, 5s, 10m or 1h \(got "0s"\)$/]],
-    ["a timeout too large to encode", withValue(minimalRaw(), "upstream", { routeTimeout: "99999999999h" }), [/^envoy-gateways:upstream\.routeTimeout: must be a duration from 0s to 720h.*\(got "99999999999h"\)$/]],
+    ["a timeout too large to encode", withValue(minimalRaw(), "upstream", { routeTimeout: "99999999999h" }), [/^envoy-gateways:upstream\.routeTimeout: must be a duration from 1s to 720h.*\(got "99999999999h"\)$/]],
     ["replicas out of range, with a maxReplicas below it", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 5), "gateways.gateway.replicas", 200), [/^envoy-gateways:gateways\.gateway\.replicas: must be a whole number of replicas from 1 to 100 \(got 200\)$/]],
     ["replicas as text, with a maxReplicas", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 5), "gateways.gateway.replicas", "three"), [/^envoy-gateways:gateways\.gateway\.replicas: .*\(got "three"\)$/]],
     ["maxReplicas below replicas, without the whole gateway", withValue(minimalRaw(), "gateways.gateway.maxReplicas", 1), [/^envoy-gateways:gateways\.gateway\.maxReplicas: must be at least replicas \(2\) \(got 1\)$/]],
@@ -206,8 +241,8 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     let raw = withValue(minimalRaw(), "gateways.gateway.resources", { requests: { cpu: "0.5", memory: "1.5Gi" }, limits: { cpu: "1500m", memory: "2e9" } });
     raw = withValue(raw, "gateways.gateway.service", { annotations: { "networking.gke.io/load-balancer-type": "Internal", plain: "" } });
     raw = withValue(raw, "devNamespaces", { selector: "team.example.org/routes=dev,tier!=prod" });
-    raw = withValue(raw, "upstream", { routeTimeout: "0s", connectTimeout: "250ms" });
-    raw = withValue(raw, "services", [{ name: "batch", replicas: 2, versions: ["blue", "green"] }, { name: "batch-driver", replicas: 1 }]);
+    raw = withValue(raw, "upstream", { routeTimeout: "1s", connectTimeout: "250ms", retries: 0, retryResetMethods: [] });
+    raw = withValue(raw, "services", [{ name: "batch", replicas: 2, versions: ["blue", "green"], routeTimeout: "0s", retries: 10, retryResetMethods: ["TRACE"] }, { name: "batch-driver", replicas: 1, securityHeaders: { "x-frame-options": false } }]);
     raw = withValue(raw, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "atomic", start: "2026-12-01T10:00:00Z", duration: "1h" }]);
     expect(() => parseStackConfig(raw)).not.toThrow();
   });

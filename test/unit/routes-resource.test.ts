@@ -28,8 +28,12 @@ describe("the routing config the routes resources are given", () => {
   it("is an allow-list: nothing of the image, resources, TLS secrets, auth, ACME or render settings", () => {
     const routing = routingConfig(config);
     expect(Object.keys(routing).sort()).toEqual(["clusterDomain", "devNamespaces", "edge", "gateways", "namespace", "services", "shifts", "upstream"]);
-    expect(Object.keys(routing.gateways.gateway).sort()).toEqual(["authenticateDevRoutes", "devHost", "domain", "replicas", "serveAliases"]);
+    expect(Object.keys(routing.gateways.gateway).sort()).toEqual(["authenticateDevRoutes", "authenticateMetrics", "devHost", "domain", "replicas", "securityHeaders", "serveAliases"]);
     expect(Object.keys(routing.services[0]!).sort()).toEqual(["aliases", "name", "rateLimit", "websocket"]);
+    // A service's own routing choices are facts too, when it makes them.
+    const own = routingConfig({ ...config, services: [{ ...config.services[0]!, routeTimeout: "0s", retries: 0, retryResetMethods: ["GET"], authenticateMetrics: false, securityHeaders: { "x-frame-options": { value: "DENY", replace: false } } }] });
+    expect(Object.keys(own.services[0]!).sort()).toEqual(["aliases", "authenticateMetrics", "name", "rateLimit", "retries", "retryResetMethods", "routeTimeout", "securityHeaders", "websocket"]);
+    expect(Object.keys(routing.upstream).sort()).toEqual(Object.keys(config.upstream).sort());
     const text = JSON.stringify(routing);
     for (const leaked of [config.envoyImage, config.gateways.gateway.tls.serverSecret, config.gateways.gateway.resources.limits.memory, config.auth.pathPrefix]) {
       expect(text).not.toContain(leaked);

@@ -16,15 +16,18 @@ const hosts = (g = gateway!) => routeConfig(g).virtual_hosts as Json[];
 const host = (name: string, g = gateway!) => hosts(g).find((h) => h.name === name)!;
 const cluster = (name: string, g = gateway!) => (g.documents.cds.resources as Json[]).find((c) => c.name === name)!;
 const listener = (name: string, g = gateway!) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
-const hcm = (l: Json) => ((l.filter_chains as Json[])[0]!.filters as Json[])[0]!.typed_config as Json;
+const networkFilters = (l: Json) => (l.filter_chains as Json[])[0]!.filters as Json[];
+const hcm = (l: Json) => networkFilters(l).find((f) => f.name === "envoy.filters.network.http_connection_manager")!.typed_config as Json;
+const httpFilter = (l: Json, name: string) => (hcm(l).http_filters as Json[]).find((f) => f.name === name)?.typed_config as Json | undefined;
+const mainRoute = (name: string, g = gateway!) => (host(name, g).routes as Json[]).find((r) => get(r, "match.prefix") === "/")!;
 const get = (v: unknown, path: string): unknown => path.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], v);
 
 describe("routes", () => {
   it("serves production service s at s.<domain> on the gateway and s.<internalDomain> on the internal-gateway", () => {
     expect(host("batch").domains).toEqual(["batch.hail.is"]);
     expect(host("batch", internal).domains).toEqual(["batch.hail"]);
-    const route = (host("batch").routes as Json[])[0]!;
-    expect(route.match).toEqual({ prefix: "/" });
+    const route = mainRoute("batch");
+    expect((host("batch").routes as Json[]).at(-1)).toBe(route);
     expect(get(route, "route.cluster")).toBe("default_batch");
   });
 
@@ -62,7 +65,7 @@ describe("routes", () => {
   });
 
   it("limits each production route to its rate limit divided by the gateway replicas (rounded up)", () => {
-    const limit = (name: string) => get((host(name).routes as Json[])[0]!, "typed_per_filter_config") as Json;
+    const limit = (name: string) => get(mainRoute(name), "typed_per_filter_config") as Json;
     const bucket = (name: string) => get(limit(name)["envoy.filters.http.local_ratelimit"], "token_bucket");
     // prod: batch-driver 30 req/s over 3 replicas, www 600 over 3.
     expect(bucket("batch-driver")).toEqual({ max_tokens: 10, tokens_per_fill: 10, fill_interval: "1s" });
@@ -72,15 +75,15 @@ describe("routes", () => {
   });
 
   it("gives websocket services a longer idle timeout", () => {
-    expect(get((host("notebook").routes as Json[])[0]!, "route.idle_timeout")).toBe("3600s");
-    expect(get((host("batch").routes as Json[])[0]!, "route.idle_timeout")).toBeUndefined();
+    expect(get(mainRoute("notebook"), "route.idle_timeout")).toBe("3600s");
+    expect(get(mainRoute("batch"), "route.idle_timeout")).toBeUndefined();
   });
 
   it("sets X-Real-IP from the downstream address and rewrites Host to the Service name", () => {
     expect(routeConfig().request_headers_to_add).toEqual([
       { header: { key: "x-real-ip", value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
     ]);
-    const action = get((host("batch").routes as Json[])[0]!, "route") as Json;
+    const action = get(mainRoute("batch"), "route") as Json;
     expect(action).toMatchObject({ auto_host_rewrite: true, append_x_forwarded_host: true });
   });
 });
@@ -133,9 +136,21 @@ describe("clusters", () => {
 
   it("bounds every cluster: circuit breakers, outlier detection, buffer limits", () => {
     const c = cluster("default_batch");
-    expect(get(c, "circuit_breakers.thresholds")).toEqual([{ max_connections: 1024, max_pending_requests: 1024, max_requests: 1024, track_remaining: true }]);
+    expect(get(c, "circuit_breakers.thresholds")).toEqual([
+      { max_connections: 1024, max_pending_requests: 1024, max_requests: 1024, retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: 3 }, track_remaining: true },
+    ]);
     expect(c.outlier_detection).toEqual({ consecutive_5xx: 5, base_ejection_time: "30s", max_ejection_percent: 50 });
     expect(c.per_connection_buffer_limit_bytes).toBe(32768);
+  });
+
+  it("bounds the buffers of the bootstrap's static clusters too (auth, ACME solver, admin)", () => {
+    // A static cluster left out would buffer whatever its upstream sends (Envoy's default is 1 MiB per connection).
+    const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
+    expect(statics.map((c) => [c.name, c.per_connection_buffer_limit_bytes])).toEqual([
+      ["ext-authz", 32768],
+      ["acme-solver", 32768],
+      ["envoy-admin", 32768],
+    ]);
   });
 
   it("verifies production upstreams against the CA with a client certificate, checking the Service name", () => {
@@ -188,37 +203,82 @@ describe("bootstrap", () => {
     });
   });
 
-  it("runs ext_authz, then the local rate limit, then the router; the internal-gateway also compresses", () => {
+  it("runs the login Location filter, ext_authz, then the local rate limit, then the router; the internal-gateway also compresses", () => {
     expect((hcm(listener("https")).http_filters as Json[]).map((f) => f.name)).toEqual([
+      "envoy.filters.http.header_mutation",
       "envoy.filters.http.ext_authz",
       "envoy.filters.http.local_ratelimit",
       "envoy.filters.http.router",
     ]);
     expect((hcm(listener("https", internal)).http_filters as Json[]).map((f) => f.name)).toEqual([
+      "envoy.filters.http.header_mutation",
       "envoy.filters.http.ext_authz",
       "envoy.filters.http.local_ratelimit",
       "envoy.filters.http.compressor",
       "envoy.filters.http.router",
     ]);
-    const authz = (hcm(listener("https")).http_filters as Json[])[0]!.typed_config as Json;
+    const authz = httpFilter(listener("https"), "envoy.filters.http.ext_authz")!;
     expect(authz).toMatchObject({ failure_mode_allow: false, status_on_error: { code: "ServiceUnavailable" } });
     expect(get(authz, "http_service.server_uri")).toMatchObject({ uri: "https://auth.default.svc.cluster.local:443", cluster: "ext-authz" });
   });
 
-  it("turns a 401 from auth into a 302 to the login page with the original URL (substituted per request)", () => {
+  it("turns a 401 from auth into a 302; the Location is added by the first filter, only to ext_authz denials", () => {
     const mapper = (get(hcm(listener("https")), "local_reply_config.mappers") as Json[])[0]!;
     expect(get(mapper, "filter.status_code_filter.comparison.value.default_value")).toBe(401);
     expect(mapper.status_code).toBe(302);
-    expect(mapper.headers_to_add).toEqual([
-      { header: { key: "location", value: "https://auth.hail.is/login?next=https://%REQ(:AUTHORITY)%%REQ(:PATH)%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+    // A Location here could not be encoded (header values have no string functions): the filter adds it.
+    expect(mapper.headers_to_add).toBeUndefined();
+    const mutation = httpFilter(listener("https"), "envoy.filters.http.header_mutation")!;
+    const appended = get(mutation, "mutations.response_mutations") as Json[];
+    expect(appended).toHaveLength(1);
+    expect(get(appended[0], "append.header.key")).toBe("location");
+    // A Location the auth service set itself is kept.
+    expect(get(appended[0], "append.append_action")).toBe("ADD_IF_ABSENT");
+    const value = get(appended[0], "append.header.value") as string;
+    // One CEL command, so nothing else of the value is sent: empty (no header) unless ext_authz denied and the mapper made it a 302.
+    expect(value).toMatch(/^%CEL\(response\.code == 302 && response\.code_details == 'ext_authz_denied' \? .* : ''\)%$/);
+    expect(value.indexOf(")%")).toBe(value.length - 2);
+    expect(get(mutation, "mutations.formatters")).toEqual([
+      {
+        name: "envoy.formatter.cel",
+        typed_config: { "@type": "type.googleapis.com/envoy.extensions.formatter.cel.v3.Cel", cel_config: { enable_string_concat: true, enable_string_functions: true } },
+      },
     ]);
   });
 
-  it("escapes % in a configured login URL so Envoy does not read it as a command", () => {
-    const raw = withValue(minimalRaw(), "auth", { loginUrl: "https://auth.example.org/login?from=a%20b" });
+  /** The login URL and the percent-encoding of the Location's CEL expression, read back as Envoy's CEL would evaluate them. */
+  const locationOf = (g: ReturnType<typeof renderGateway>, url: string): string => {
+    const https = ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
+    const value = get((get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value") as string;
+    const literal = (l: string) => l.slice(1, -1).replace(/\\u([0-9a-f]{4})|\\U([0-9a-f]{8})/g, (_, u: string, U: string) => String.fromCodePoint(parseInt(u ?? U, 16)));
+    const m = /\? ('[^']*') \+ \('https:\/\/' \+ request\.host \+ request\.path\)((?:\.replace\('[^']*', '[^']*'\))+) : ''\)%$/.exec(value);
+    expect(m, value).not.toBeNull();
+    const replaces = [...m![2]!.matchAll(/\.replace\(('[^']*'), ('[^']*')\)/g)].map(([, from, to]) => [literal(from!), literal(to!)] as const);
+    return literal(m![1]!) + replaces.reduce((text, [from, to]) => text.replaceAll(from, to), url);
+  };
+
+  it("percent-encodes the whole original URL after next=, as encodeURIComponent does", () => {
+    // What a request target can hold: printable ASCII (Envoy refuses the rest; browsers send UTF-8 percent-encoded).
+    const printable = Array.from({ length: 0x7e - 0x20 }, (_, i) => String.fromCharCode(0x21 + i)).join("");
+    for (const url of [
+      "https://internal.hail.is/pr-7/batch/jobs?q=a&b=c%3Dd&pct=100%25&name=%C3%A9t%C3%A9&plus=a+b",
+      `https://batch.hail.is/${printable}`,
+    ]) {
+      const location = locationOf(gateway!, url);
+      expect(location).toBe(`https://auth.hail.is/login?next=${encodeURIComponent(url)}`);
+      expect(new URL(location).searchParams.get("next")).toBe(url);
+    }
+  });
+
+  it("keeps a configured login URL exactly, whatever it holds, and adds next= after its own query", () => {
+    const loginUrl = "https://auth.example.org/log(in)%20'x'?from=a%20b";
+    const raw = withValue(minimalRaw(), "auth", { loginUrl });
     const files = renderGateway(parseStackConfig(raw), buildRoutingTable(parseStackConfig(raw)), "gateway");
-    const mapper = (get(hcm(((files.documents.bootstrap.static_resources as Json).listeners as Json[])[1]!), "local_reply_config.mappers") as Json[])[0]!;
-    expect(get((mapper.headers_to_add as Json[])[0], "header.value")).toBe("https://auth.example.org/login?from=a%%20b&next=https://%REQ(:AUTHORITY)%%REQ(:PATH)%");
+    expect(locationOf(files, "https://www.example.org/a?b=c")).toBe(`${loginUrl}&next=${encodeURIComponent("https://www.example.org/a?b=c")}`);
+    // Its ( ) % ' are CEL escapes: none can end the literal or the %CEL(...)% command early.
+    const https = ((files.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
+    const value = get((get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value") as string;
+    expect(value).toContain("'https://auth.example.org/log\\u0028in\\u0029\\u002520\\u0027x\\u0027?from=a\\u002520b&next='");
   });
 
   it("hardens the edge as Envoy's guidance lists", () => {
@@ -268,5 +328,191 @@ describe("bootstrap", () => {
       { match: { path: "/stats/prometheus", headers: [{ name: ":method", string_match: { exact: "GET" } }] }, route: { cluster: "envoy-admin", timeout: "10s" } },
       { match: { prefix: "/" }, direct_response: { status: 404 } },
     ]);
+  });
+});
+
+/** The gateway documents of the minimal stack with `changes` (dotted paths) applied. */
+function renderWith(changes: Record<string, unknown>, namespaces: Record<string, string[]> = { "pr-1": ["batch"] }, gatewayName: "gateway" | "internal-gateway" = "gateway") {
+  let raw = minimalRaw();
+  for (const [path, value] of Object.entries(changes)) raw = withValue(raw, path, value);
+  const c = parseStackConfig(raw);
+  return renderGateway(c, buildRoutingTable(c, namespaces), gatewayName);
+}
+const hostsOf = (g: ReturnType<typeof renderGateway>) => (g.documents.rds.resources[0] as Json).virtual_hosts as Json[];
+const hostOf = (g: ReturnType<typeof renderGateway>, name: string) => hostsOf(g).find((h) => h.name === name)!;
+const listenerOf = (g: ReturnType<typeof renderGateway>, name: string) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
+const httpFilterNames = (g: ReturnType<typeof renderGateway>) => (hcm(listenerOf(g, "https")).http_filters as Json[]).map((f) => f.name);
+
+describe("a production service's /metrics", () => {
+  it("requires ext_authz on the external gateway: a route before / with the same action and rate limit, ext_authz on again", () => {
+    const routes = host("batch").routes as Json[];
+    expect(routes.map((r) => r.match)).toEqual([{ path_separated_prefix: "/metrics" }, { prefix: "/" }]);
+    // The same action object (written once): the metrics route cannot drift from the service's route.
+    expect(routes[0]!.route).toBe(routes[1]!.route);
+    expect(routes[0]!.typed_per_filter_config).toEqual({
+      "envoy.filters.http.ext_authz": { "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute", check_settings: {} },
+      "envoy.filters.http.local_ratelimit": (routes[1]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"],
+    });
+    // The rest of the host keeps ext_authz off.
+    expect((host("batch").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"]).toMatchObject({ disabled: true });
+    // A service without a rate limit: ext_authz only.
+    const unlimited = renderWith({}).documents;
+    const notebook = ((unlimited.rds.resources[0] as Json).virtual_hosts as Json[]).find((h) => h.name === "notebook")!;
+    expect(Object.keys((notebook.routes as Json[])[0]!.typed_per_filter_config as Json)).toEqual(["envoy.filters.http.ext_authz"]);
+  });
+
+  it("is left alone on the internal gateway: a setting of each gateway (authenticateMetrics), not its name", () => {
+    expect((host("batch", internal).routes as Json[]).map((r) => r.match)).toEqual([{ prefix: "/" }]);
+    const swapped = renderWith({ "gateways.gateway.authenticateMetrics": false, "gateways.internal-gateway.authenticateMetrics": true }, {}, "internal-gateway");
+    expect((hostOf(swapped, "batch").routes as Json[]).map((r) => r.match)).toEqual([{ path_separated_prefix: "/metrics" }, { prefix: "/" }]);
+    const off = renderWith({ "gateways.gateway.authenticateMetrics": false });
+    expect((hostOf(off, "batch").routes as Json[]).map((r) => r.match)).toEqual([{ prefix: "/" }]);
+  });
+
+  it("follows a service's own authenticateMetrics on every gateway", () => {
+    const raw = withValue(minimalRaw(), "services", [
+      { name: "www", replicas: 2, authenticateMetrics: false },
+      { name: "batch", replicas: 2, authenticateMetrics: true },
+      { name: "ci", replicas: 2 },
+    ]);
+    const c = parseStackConfig(raw);
+    const [g, i] = renderGateways(c, buildRoutingTable(c));
+    const matches = (files: ReturnType<typeof renderGateway>, name: string) => (hostOf(files, name).routes as Json[]).map((r) => Object.values(r.match as Json)[0]);
+    expect([matches(g!, "www"), matches(g!, "batch"), matches(g!, "ci")]).toEqual([["/"], ["/metrics", "/"], ["/metrics", "/"]]);
+    expect([matches(i!, "www"), matches(i!, "batch"), matches(i!, "ci")]).toEqual([["/"], ["/metrics", "/"], ["/"]]);
+  });
+
+  it("keeps ext_authz (its filter, cluster and login redirect) where only /metrics needs it, and turns it off for dev routes", () => {
+    const files = renderWith({ "gateways.gateway.authenticateDevRoutes": false });
+    expect(httpFilterNames(files)).toEqual(["envoy.filters.http.header_mutation", "envoy.filters.http.ext_authz", "envoy.filters.http.local_ratelimit", "envoy.filters.http.router"]);
+    expect(((files.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).toContain("ext-authz");
+    expect(hcm(listenerOf(files, "https")).local_reply_config).toBeDefined();
+    expect((hostOf(files, "dev").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"]).toMatchObject({ disabled: true });
+    // Dev routes authenticated (the default): no per-route config turns ext_authz off on the dev host.
+    expect(hostOf(renderWith({}), "dev").typed_per_filter_config).toBeUndefined();
+    // Nothing needs it: no filter, no login redirect, no auth cluster, nothing turned off.
+    const none = renderWith({ "gateways.gateway.authenticateDevRoutes": false, "gateways.gateway.authenticateMetrics": false });
+    expect(httpFilterNames(none)).toEqual(["envoy.filters.http.local_ratelimit", "envoy.filters.http.router"]);
+    expect(hcm(listenerOf(none, "https")).local_reply_config).toBeUndefined();
+    expect(((none.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).not.toContain("ext-authz");
+    expect(hostsOf(none).every((h) => h.typed_per_filter_config === undefined)).toBe(true);
+  });
+});
+
+describe("browser security headers", () => {
+  const defaults = [
+    { header: { key: "strict-transport-security", value: "max-age=31536000" }, append_action: "ADD_IF_ABSENT" },
+    { header: { key: "x-content-type-options", value: "nosniff" }, append_action: "ADD_IF_ABSENT" },
+    { header: { key: "referrer-policy", value: "strict-origin-when-cross-origin" }, append_action: "ADD_IF_ABSENT" },
+  ];
+
+  it("are added by the external gateway to every host's responses that lack them, from one shared list; none on the internal gateway", () => {
+    for (const h of hosts()) expect(h.response_headers_to_add, String(h.name)).toEqual(defaults);
+    // One object for every host: written once in rds.yaml, not once per host.
+    expect(new Set(hosts().map((h) => h.response_headers_to_add)).size).toBe(1);
+    expect(gateway!.xds["rds.yaml"]!.match(/strict-transport-security/g)).toHaveLength(1);
+    for (const h of hosts(internal)) expect(h.response_headers_to_add, String(h.name)).toBeUndefined();
+  });
+
+  it("take a service's overrides: another header, a default dropped, one replacing the service's own", () => {
+    const files = renderWith({
+      services: [
+        { name: "www", replicas: 2, securityHeaders: { "x-frame-options": "DENY", "referrer-policy": false, "strict-transport-security": { value: "max-age=60", replace: true } } },
+        { name: "batch", replicas: 2 },
+      ],
+    });
+    expect(hostOf(files, "www").response_headers_to_add).toEqual([
+      { header: { key: "strict-transport-security", value: "max-age=60" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+      { header: { key: "x-content-type-options", value: "nosniff" }, append_action: "ADD_IF_ABSENT" },
+      { header: { key: "x-frame-options", value: "DENY" }, append_action: "ADD_IF_ABSENT" },
+    ]);
+    // The override stays with its service.
+    expect(hostOf(files, "batch").response_headers_to_add).toEqual(defaults);
+    expect(hostOf(files, "dev").response_headers_to_add).toEqual(defaults);
+  });
+
+  it("merge a gateway's own over the defaults, and escape % so Envoy does not read it as a command", () => {
+    const files = renderWith({ "gateways.gateway.securityHeaders": { "referrer-policy": false, "content-security-policy": "img-src data: 'self' https://x.org/a%20b" } });
+    expect(hostOf(files, "batch").response_headers_to_add).toEqual([
+      defaults[0],
+      defaults[1],
+      { header: { key: "content-security-policy", value: "img-src data: 'self' https://x.org/a%%20b" }, append_action: "ADD_IF_ABSENT" },
+    ]);
+    expect(hostOf(renderWith({ "gateways.gateway.securityHeaders": { "strict-transport-security": false, "x-content-type-options": false, "referrer-policy": false } }), "batch").response_headers_to_add).toBeUndefined();
+  });
+});
+
+describe("retries", () => {
+  const safe = "connect-failure,refused-stream,reset-before-request";
+
+  it("retry what never reached a pod for every method, on another pod, from one policy every host shares", () => {
+    const policy = host("batch").retry_policy as Json;
+    // Never `reset` or `5xx` for every method: a pod may have acted on a POST it then reset.
+    expect(policy).toEqual({
+      retry_on: safe,
+      num_retries: 2,
+      retry_host_predicate: [{ name: "envoy.retry_host_predicates.previous_hosts", typed_config: { "@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate" } }],
+      host_selection_retry_max_attempts: 3,
+    });
+    for (const h of hosts()) expect(h.retry_policy, String(h.name)).toBe(policy);
+    expect(gateway!.xds["rds.yaml"]!.match(/reset-before-request/g)).toHaveLength(1);
+    // Not per route: a dev route costs no bytes for it.
+    expect((host("dev").routes as Json[]).every((r) => r.route && (r.route as Json).retry_policy === undefined)).toBe(true);
+  });
+
+  it("retry resets before any response only for the idempotent methods, through x-envoy-retry-on added before the router reads its policy", () => {
+    const headers = host("batch").request_headers_to_add as Json[];
+    expect(headers).toEqual([
+      { header: { key: "x-envoy-retry-on", value: "%CEL(request.method in ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'] ? 'reset' : '')%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+    ]);
+    expect(host("dev").request_headers_to_add).toBe(headers);
+  });
+
+  it("follow a service's own retries and methods; none at all where it has 0 (the header alone would turn Envoy's one retry on)", () => {
+    const files = renderWith({
+      services: [
+        { name: "www", replicas: 2, retries: 0 },
+        { name: "batch", replicas: 2, retries: 4, retryResetMethods: [] },
+        { name: "ci", replicas: 2, retryResetMethods: ["GET"] },
+      ],
+      upstream: { retryBudgetPercent: 50 },
+    });
+    expect(hostOf(files, "www").retry_policy).toBeUndefined();
+    expect(hostOf(files, "www").request_headers_to_add).toBeUndefined();
+    expect(hostOf(files, "batch").retry_policy).toMatchObject({ retry_on: safe, num_retries: 4 });
+    expect(hostOf(files, "batch").request_headers_to_add).toBeUndefined();
+    expect(get((hostOf(files, "ci").request_headers_to_add as Json[])[0], "header.value")).toBe("%CEL(request.method in ['GET'] ? 'reset' : '')%");
+    expect(get((files.documents.cds.resources as Json[])[0], "circuit_breakers.thresholds")).toMatchObject([{ retry_budget: { budget_percent: { value: 50 }, min_retry_concurrency: 3 } }]);
+  });
+});
+
+describe("route timeouts", () => {
+  it("bound every route by upstream.routeTimeout (300s), websockets too (Envoy does not apply it to an upgraded stream)", () => {
+    const timeouts = hosts().flatMap((h) => (h.routes as Json[]).map((r) => get(r, "route.timeout")));
+    expect(new Set(timeouts)).toEqual(new Set(["300s"]));
+    expect(get(mainRoute("notebook"), "route.timeout")).toBe("300s");
+  });
+
+  it("let a service opt out with routeTimeout 0s, or set its own bound, leaving the others at the default", () => {
+    const files = renderWith({ services: [{ name: "www", replicas: 2, routeTimeout: "0s" }, { name: "batch", replicas: 2, routeTimeout: "30m" }, { name: "ci", replicas: 2 }], upstream: { routeTimeout: "45s" } });
+    const timeout = (name: string) => (hostOf(files, name).routes as Json[]).map((r) => get(r, "route.timeout"));
+    expect([timeout("www"), timeout("batch"), timeout("ci"), timeout("dev")]).toEqual([["0s", "0s"], ["1800s", "1800s"], ["45s", "45s"], ["45s"]]);
+  });
+});
+
+describe("connection limits of the public listeners", () => {
+  it("cap each public listener on its own, first in its filter chain: HTTPS the pod's limit less a tenth for plain HTTP", () => {
+    // Last in the chain, after the connection manager, the filter would never see a connection.
+    const first = (name: string, g = gateway!) => networkFilters(listener(name, g))[0]!;
+    expect(first("https")).toEqual({
+      name: "envoy.filters.network.connection_limit",
+      typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit", stat_prefix: "https", max_connections: 45000 },
+    });
+    expect(get(first("http"), "typed_config")).toMatchObject({ stat_prefix: "http", max_connections: 5000 });
+    // Health and metrics are the kubelet's and Prometheus's: neither capped here nor by the overload manager.
+    for (const name of ["health", "metrics"]) expect(networkFilters(listener(name)).map((f) => f.name)).toEqual(["envoy.filters.network.http_connection_manager"]);
+    const files = renderWith({ edge: { maxConnections: 1000, httpMaxConnections: 20 } });
+    expect(get(networkFilters(listenerOf(files, "https"))[0], "typed_config.max_connections")).toBe(980);
+    expect(get(networkFilters(listenerOf(files, "http"))[0], "typed_config.max_connections")).toBe(20);
   });
 });

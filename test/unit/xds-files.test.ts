@@ -41,7 +41,7 @@ describe("xDS files", () => {
     const docs = translateGateway(config, buildRoutingTable(config, { "pr-1": ["batch", "ci"] }), "gateway");
     const lines = toXdsYaml(docs.rds).split("\n");
     expect(lines.filter((l) => l.includes('"path_separated_prefix":"/pr-1/batch"'))).toHaveLength(1);
-    expect(lines.filter((l) => l.includes('"path_separated_prefix":'))).toHaveLength(2);
+    expect(lines.filter((l) => l.includes('"path_separated_prefix":"/pr-1/'))).toHaveLength(2);
   });
 
   it("carry 1,500 dev routes on one gateway within one ConfigMap", () => {
