@@ -52,7 +52,7 @@ describe("render command", () => {
     expect(dev.routes.map((r) => r.match)).toEqual([{ path_separated_prefix: "/pr-12/batch" }]);
   });
 
-  it("runs as `npm run render` does (a process of its own)", () => {
+  it("runs as `npm run render` does (a process of its own)", { timeout: 60_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), "render-"));
     const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "scripts", "render.ts"), "--stack", "dev", "--out", join(dir, "out")], { cwd: ROOT, encoding: "utf8" });
     expect(r.stderr).toBe("");
@@ -173,7 +173,7 @@ describe("refused output: one line, nothing changed", () => {
     expect(render("--stack", "prd", "--out", "x")).toMatchObject({ code: 2, stderr: expect.stringMatching(/^render: --stack "prd": no stack file .*Pulumi\.prd\.yaml/) });
   });
 
-  it("a directory it may not write in (a non-root user)", () => {
+  it("a directory it may not write in (a non-root user)", { timeout: 60_000 }, () => {
     // As root every directory is writable: this case needs another user, which only root can become.
     const dir = mkdtempSync(join(tmpdir(), "render-ro-"));
     mkdirSync(join(dir, "locked"));
