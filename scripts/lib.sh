@@ -55,6 +55,10 @@ use_go_cache() {
 envoy_bin_dir()        { echo "$EG_CACHE/envoy-$ENVOY_VERSION/bin"; }
 etcd_bin_dir()         { echo "$EG_CACHE/etcd-$ETCD_VERSION/bin"; }
 kubernetes_bin_dir()   { echo "$EG_CACHE/kubernetes-$KUBERNETES_VERSION/bin"; }
+# The local node: kubelet and kube-scheduler; CoreDNS; the image archives it imports.
+kubernetes_node_bin_dir() { echo "$EG_CACHE/kubernetes-node-$KUBERNETES_VERSION/bin"; }
+coredns_bin_dir()      { echo "$EG_CACHE/coredns-$COREDNS_VERSION/bin"; }
+pod_images_dir()       { echo "$EG_CACHE/pod-images"; }
 # pulumi, pulumi-language-nodejs and pulumi-resource-pulumi-nodejs:
 pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
 pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
@@ -62,8 +66,9 @@ pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNET
 pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
 
 # setup_project [test-tools]: Node 22, the npm packages (npm ci on a fresh clone or in
-# CI) and the real components; with "test-tools", also the Debian tools the Envoy
-# tests and benchmarks use.
+# CI), the Debian packages of the local node (containerd, runc, CNI plugins) and the
+# real components; with "test-tools", also the Debian tools the Envoy tests and
+# benchmarks use.
 # Changes to the repository's root directory.
 setup_project() {
   cd "$REPO_ROOT"
@@ -74,5 +79,6 @@ setup_project() {
   if [[ "${1:-}" == test-tools ]]; then
     step "test tools (apt)" bash scripts/install-test-tools.sh
   fi
+  step "node packages (apt)" bash scripts/install-node-packages.sh
   step "real components" bash scripts/build-components.sh
 }
