@@ -216,6 +216,17 @@ describe("stack options", () => {
     }
   });
 
+  it("declares the Deployment of a service with an image, its pods mounting their certificate Secret <service>-tls", async () => {
+    const services = (rawStack("dev").services as { name: string }[]).map((s) => (s.name === "batch" ? { ...s, image: "example/batch:1.2.3" } : s));
+    const { resources } = await run(withValue(rawStack("dev"), "services", services));
+    const deployments = of(resources, "apps/v1:Deployment").map((d) => d.inputs.metadata.name);
+    expect(deployments.sort()).toEqual(["batch", "gateway", "internal-gateway"]);
+    const pod = named(resources, "apps/v1:Deployment", "batch").inputs.spec.template.spec;
+    expect(pod.containers[0].image).toBe("example/batch:1.2.3");
+    expect(pod.containers[0].volumeMounts).toEqual([{ name: "tls", mountPath: "/etc/tls", readOnly: true }]);
+    expect(pod.volumes).toEqual([{ name: "tls", secret: { secretName: "batch-tls" } }]);
+  });
+
   it("renders manifests to a directory instead of applying them when renderYamlToDirectory is set", async () => {
     const { resources } = await run(withValue(rawStack("dev"), "renderYamlToDirectory", "out/manifests"));
     expect(resources.find((r) => r.type === "pulumi:providers:kubernetes")!.inputs.renderYamlToDirectory).toBe("out/manifests");
