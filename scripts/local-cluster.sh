@@ -248,6 +248,7 @@ YAML
     --client-ca-file "$PKI/ca.crt" \
     --authorization-mode Node,RBAC \
     --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
     --service-cluster-ip-range 10.0.0.0/24 \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \

@@ -207,10 +207,14 @@ EOF
 }
 
 import_images() {
-  local file ref
+  local file ref images
   while read -r file ref; do
     ctr_ images import "$(pod_images_dir)/$file" >/dev/null
-    ctr_ images ls -q | grep -qx "docker.io/$ref\|$ref" || { log "image $ref missing after importing $file"; return 1; }
+  done <"$(pod_images_dir)/images.txt"
+  images="$(ctr_ images ls -q)"
+  while read -r file ref; do
+    [[ $'\n'"$images"$'\n' == *$'\n'"$ref"$'\n'* || $'\n'"$images"$'\n' == *$'\n'"docker.io/$ref"$'\n'* ]] \
+      || { log "image $ref missing after importing $file"; return 1; }
   done <"$(pod_images_dir)/images.txt"
 }
 
@@ -421,10 +425,11 @@ node_teardown() {
 }
 
 node_leftover_pids() {
-  local f pid h
+  local f pid h cmd
   for f in /proc/[0-9]*/cmdline; do
     pid="${f#/proc/}"; pid="${pid%/cmdline}"
-    if tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "-address $CONTAINERD_SOCK "; then echo "$pid"; fi
+    cmd="$(tr '\0' ' ' 2>/dev/null <"$f" || true)"
+    [[ "$cmd" == *"-address $CONTAINERD_SOCK "* ]] && echo "$pid"
   done
   [[ -n "${CGROUP_ROOT:-}" ]] || return 0
   for h in $(cgroup_hierarchies); do

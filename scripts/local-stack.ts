@@ -2,7 +2,7 @@
 //
 //   npx tsx scripts/local-stack.ts config [--from dev]
 //       prints the config lines of Pulumi.<stack>.yaml: Pulumi.<from>.yaml made local
-//       (the stand-in pod images, ClusterIP gateway Services; test/support/local-stack.ts)
+//       (the stand-in pod images, NodePort gateway Services; test/support/local-stack.ts)
 //   npx tsx scripts/local-stack.ts secrets --cluster DIR [--from dev]
 //       creates (or replaces) the gateways' Secrets named in the stack config and the
 //       production pods' <service>-tls Secrets, made with openssl and signed by the

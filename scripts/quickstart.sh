@@ -12,7 +12,7 @@
 #                                       bridge or processes are left
 #
 # The stack is "local": Pulumi.dev.yaml's config made local (the stand-in pod
-# images, ClusterIP gateway Services: test/support/local-stack.ts) plus the
+# images, NodePort gateway Services: test/support/local-stack.ts) plus the
 # local cluster's kubeconfig (a secret). Its file, Pulumi.local.yaml, is
 # generated and not committed. The gateways' and pods' Secrets are made with
 # openssl at each run; a dev/PR namespace pr-demo (label

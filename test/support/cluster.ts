@@ -61,7 +61,13 @@ export interface StartOptions {
 export async function startLocalCluster(options: StartOptions = {}): Promise<LocalCluster> {
   requireComponents();
   const dir = options.stateDir ?? mkdtempSync(join(tmpdir(), "eg-cluster-"));
-  await script_(["start", "--dir", dir, ...(options.audit ? ["--audit"] : [])]);
+  try {
+    await script_(["start", "--dir", dir, ...(options.audit ? ["--audit"] : [])]);
+  } catch (e) {
+    // A failed start stopped what it started (the node included); its temporary directory goes too.
+    if (!options.stateDir) rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   return JSON.parse(readFileSync(join(dir, "cluster.json"), "utf8")) as LocalCluster;
 }
 

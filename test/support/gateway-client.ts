@@ -167,12 +167,14 @@ export class GatewayClient {
 
 /** One request of a load run. */
 export interface Sample {
-  /** ms since the run started, when it was sent and when it ended. */
+  /** ms since the run started (performance.now() - t0), when it was sent and when it ended. */
   sent: number;
   done: number;
   status: number;
   /** The pod that answered (its answer's name), for 200s from a stand-in pod. */
   pod?: string;
+  /** The gateway pod it went through. */
+  via?: string;
   error?: string;
 }
 
@@ -185,72 +187,87 @@ export interface LoadOptions {
   maxRequests: number;
   /** At most this many in flight (default 16). */
   concurrency?: number;
-  /** Stops early once this resolves (the loop still ends within maxMs). */
-  until?: Promise<unknown>;
 }
 
 /** The outcome of a load run. */
 export interface LoadResult {
   samples: Sample[];
-  started: number;
-  /** Wall-clock time the run started (Date.now()). */
-  startedAt: number;
   failures: Sample[];
   /** Requests per pod (answers of 200). */
   byPod: Map<string, number>;
 }
 
+/** A load run in progress. */
+export interface Load {
+  /** performance.now() when it started: the origin of every sample's times. */
+  t0: number;
+  /** The samples so far, in the order they ended. */
+  samples: Sample[];
+  /** ms since t0. */
+  now(): number;
+  /** Starts no more requests; `result` resolves once the last one ended. */
+  stop(): void;
+  result: Promise<LoadResult>;
+}
+
 /**
  * Sends `send()` at a steady rate, bounded in count and time, with at most
- * `concurrency` requests in flight; waits for the last one to end. A request
- * fails when it errors or its status is not 200.
+ * `concurrency` requests in flight. A request fails when it errors or its
+ * status is not 200.
  */
-export async function runLoad(send: () => Promise<GatewayResponse>, options: LoadOptions): Promise<LoadResult> {
+export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOptions): Load {
   const samples: Sample[] = [];
-  const startedAt = Date.now();
   const t0 = performance.now();
   const concurrency = options.concurrency ?? 16;
   const interval = 1000 / options.rate;
-  let stop = false;
-  options.until?.then(() => (stop = true), () => (stop = true));
-  const inFlight = new Set<Promise<void>>();
-  for (let i = 0; i < options.maxRequests && !stop; i++) {
-    const due = t0 + i * interval;
-    const now = performance.now();
-    if (now - t0 > options.maxMs) break;
-    if (due > now) await sleep(due - now);
-    while (inFlight.size >= concurrency) await Promise.race(inFlight);
-    const sent = performance.now() - t0;
-    const p = send().then(
-      (r) => {
-        let pod: string | undefined;
-        if (r.status === 200) {
-          try {
-            pod = r.answer().pod;
-          } catch {
-            pod = undefined;
+  let stopped = false;
+  const now = () => performance.now() - t0;
+  const run = async (): Promise<LoadResult> => {
+    const inFlight = new Set<Promise<void>>();
+    for (let i = 0; i < options.maxRequests && !stopped; i++) {
+      const due = i * interval;
+      if (now() > options.maxMs) break;
+      if (due > now()) await sleep(due - now());
+      while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      if (stopped) break;
+      const sent = now();
+      const p = send().then(
+        (r) => {
+          let pod: string | undefined;
+          if (r.status === 200) {
+            try {
+              pod = r.answer().pod;
+            } catch {
+              pod = undefined;
+            }
           }
-        }
-        samples.push({ sent, done: performance.now() - t0, status: r.status, pod });
-      },
-      (e: Error) => {
-        samples.push({ sent, done: performance.now() - t0, status: 0, error: e.message });
-      },
-    );
-    const tracked: Promise<void> = p.finally(() => inFlight.delete(tracked));
-    inFlight.add(tracked);
-  }
-  await Promise.all(inFlight);
-  samples.sort((a, b) => a.sent - b.sent);
-  const byPod = new Map<string, number>();
-  for (const s of samples) if (s.status === 200 && s.pod) byPod.set(s.pod, (byPod.get(s.pod) ?? 0) + 1);
-  return { samples, started: t0, startedAt, failures: samples.filter((s) => s.status !== 200), byPod };
+          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod });
+        },
+        (e: Error & { gatewayPod?: string }) => {
+          samples.push({ sent, done: now(), status: 0, via: e.gatewayPod, error: e.message });
+        },
+      );
+      const tracked: Promise<void> = p.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+    }
+    await Promise.all(inFlight);
+    const sorted = [...samples].sort((a, b) => a.sent - b.sent);
+    const byPod = new Map<string, number>();
+    for (const s of sorted) if (s.status === 200 && s.pod) byPod.set(s.pod, (byPod.get(s.pod) ?? 0) + 1);
+    return { samples: sorted, failures: sorted.filter((s) => s.status !== 200), byPod };
+  };
+  return { t0, samples, now, stop: () => (stopped = true), result: run() };
 }
 
-/** "3 of 1200 failed: 503 x2 (at 10.2 s, 10.3 s), ECONNRESET x1 ..." for messages. */
-export function describeFailures(result: LoadResult, limit = 10): string {
+/** startLoad() to its end. */
+export function runLoad(send: () => Promise<GatewayResponse>, options: LoadOptions): Promise<LoadResult> {
+  return startLoad(send, options).result;
+}
+
+/** "3 of 1200 failed: 503 at 10.20 s; ..." for messages. */
+export function describeFailures(result: Pick<LoadResult, "samples" | "failures">, limit = 10): string {
   const f = result.failures;
   if (f.length === 0) return `0 of ${result.samples.length} failed`;
-  const shown = f.slice(0, limit).map((s) => `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s`);
+  const shown = f.slice(0, limit).map((s) => `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s${s.via ? ` via ${s.via}` : ""}`);
   return `${f.length} of ${result.samples.length} failed: ${shown.join("; ")}${f.length > limit ? "; ..." : ""}`;
 }

@@ -6,8 +6,10 @@
 //   services[].image                  the stand-in pod image (the auth service: the stand-in
 //                                     auth image), so the program declares their Deployments
 //                                     and every route reaches real pods
-//   gateways.<g>.service.type         ClusterIP: there is no cloud load balancer, and Pulumi
-//                                     waits for a LoadBalancer Service's external address
+//   gateways.<g>.service.type         NodePort: there is no cloud load balancer, and Pulumi
+//                                     waits for a LoadBalancer Service's external address (a
+//                                     NodePort Service is an entry point too, so the policy
+//                                     pack treats it alike; clients here reach the pod IPs)
 //   gateways.<g>.service.loadBalancerIP  dropped with it
 // The gateways' Deployments are exactly as the program declares them.
 import { CoreV1Api, KubeConfig, type V1Secret } from "@kubernetes/client-node";
@@ -43,7 +45,7 @@ export function localStackConfig(from: StackFile): Record<string, unknown> {
   const gateways = raw.gateways as Record<string, { service?: Record<string, unknown> }>;
   for (const g of Object.values(gateways)) {
     const { loadBalancerIP: _ip, ...service } = g.service ?? {};
-    g.service = { ...service, type: "ClusterIP" };
+    g.service = { ...service, type: "NodePort" };
   }
   return raw;
 }

@@ -1,7 +1,7 @@
 // The envoy-gateways program itself on the local cluster, through the real
 // engine: a workspace holding a copy of the project and a stack whose config
 // is one of the repository's stack files made local (test/support/local-stack.ts:
-// the stand-in pod images, ClusterIP gateway Services), pointed at the local
+// the stand-in pod images, NodePort gateway Services), pointed at the local
 // cluster (kubeconfig as a secret), with the gateways' and pods' Secrets in the
 // cluster. `pulumi up` waits for ready Deployments, as on any cluster.
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";

@@ -43,8 +43,18 @@ export class Workloads {
 
   /** Secret, Deployment and headless Service of one routed service in `namespace`. */
   async createService(namespace: string, spec: RoutedServiceSpec): Promise<void> {
+    await this.createWorkload(namespace, spec);
+    await this.createRoutedService(namespace, spec);
+  }
+
+  /** The pods of a service: the Secret with their certificate and the Deployment. */
+  async createWorkload(namespace: string, spec: RoutedServiceSpec): Promise<void> {
     await applySecret(this.core, this.pki.podSecret(spec.name, namespace, this.cluster.node.clusterDomain));
     await this.apps.createNamespacedDeployment({ namespace, body: deployment(namespace, spec) });
+  }
+
+  /** The headless Service with the routing labels, selecting the service's pods. */
+  async createRoutedService(namespace: string, spec: RoutedServiceSpec): Promise<void> {
     await this.core.createNamespacedService({
       namespace,
       body: {
@@ -63,6 +73,11 @@ export class Workloads {
   async createDevNamespace(name: string, services: RoutedServiceSpec[], labelled = true): Promise<void> {
     await this.createNamespace(name, labelled);
     for (const s of services) await this.createService(name, s);
+  }
+
+  /** Adds the dev label to an existing namespace. */
+  async labelNamespace(name: string): Promise<void> {
+    await this.core.patchNamespace({ name, body: { metadata: { labels: DEV_LABEL } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
   }
 
   /** Deletes a namespace (no wait); a namespace already gone is fine. */
