@@ -7,6 +7,7 @@ import { renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { rawStack, withValue } from "./fixtures.js";
 import { policies } from "../../policy/policies.js";
+import { bootstrapConfigMapName } from "../../components/envoy-gateway.js";
 import { runResource, runStack, type Obj } from "./policy-engine.js";
 
 interface Declared {
@@ -120,7 +121,7 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
     const files = renderGateways(config, buildRoutingTable(config));
     for (const f of files) {
       expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-xds`).inputs.data).toEqual(f.xds);
-      expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-bootstrap`).inputs.data).toEqual(f.bootstrap);
+      expect(named(resources, "core/v1:ConfigMap", bootstrapConfigMapName(f.gateway, f)).inputs.data).toEqual(f.bootstrap);
     }
   });
 
@@ -197,6 +198,19 @@ describe("rolling", () => {
     const before = checksum((await run(rawStack("dev"))).resources);
     const after = checksum((await run(withValue(rawStack("dev"), "edge", { idleTimeout: "30m" }))).resources);
     expect(after).not.toBe(before);
+  });
+
+  it("names the bootstrap ConfigMap after its content, so a change creates a new one (the old pods keep theirs) instead of deleting it with the Deployment", async () => {
+    const volume = (rs: Declared[]) => named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.spec.volumes.find((v: { name: string }) => v.name === "bootstrap").configMap.name;
+    const first = (await run(rawStack("dev"))).resources;
+    const changed = (await run(withValue(rawStack("dev"), "edge", { idleTimeout: "30m" }))).resources;
+    const bootstraps = (rs: Declared[]) => of(rs, "core/v1:ConfigMap").map((c) => c.inputs.metadata.name as string).filter((n) => n.startsWith("gateway-bootstrap-"));
+    expect(bootstraps(first)).toEqual([volume(first)]);
+    expect(volume(first)).toMatch(/^gateway-bootstrap-[0-9a-f]{10}$/);
+    expect(volume(changed)).toMatch(/^gateway-bootstrap-[0-9a-f]{10}$/);
+    expect(volume(changed)).not.toBe(volume(first));
+    // The same content, the same name: an unchanged program changes nothing.
+    expect(volume((await run(rawStack("dev"))).resources)).toBe(volume(first));
   });
 
   it("does not roll the pods when only routes change (Envoy reloads the xDS files live)", async () => {
