@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     const core = stack.core();
     const devHost = `internal.${stack.config.domain}`;
 
-    watch = spawn("npm", ["run", "--silent", "sync-routes", "--", "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch"], { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"] });
+    watch = spawn("npm", ["run", "--silent", "sync-routes", "--", "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch"], { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let out = "";
     watch.stdout!.on("data", (d: Buffer) => (out += d));
     watch.stderr!.on("data", (d: Buffer) => (out += d));
@@ -106,10 +106,26 @@ async function main(): Promise<void> {
     console.log(`${"p50".padEnd(13)} ${seconds(p50(col("add"))).padStart(9)}  ${seconds(p50(col("addConfigMap"))).padStart(11)}   ${seconds(p50(col("remove"))).padStart(9)}  ${seconds(p50(col("removeConfigMap"))).padStart(11)}`);
     console.log(`${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`);
   } finally {
-    if (watch && watch.exitCode === null) {
-      watch.kill("SIGTERM");
-      await Promise.race([new Promise((r) => watch!.on("close", r)), new Promise((r) => setTimeout(r, 240_000))]);
-      if (watch.exitCode === null) watch.kill("SIGKILL");
+    // npm does not pass SIGTERM on to the script: signal its whole process group (its own, detached).
+    const group = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-watch!.pid!, signal);
+      } catch {
+        // already gone
+      }
+    };
+    if (watch?.pid) {
+      const alive = () => {
+        try {
+          process.kill(-watch!.pid!, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      group("SIGTERM");
+      for (let i = 0; i < 2400 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+      group("SIGKILL");
     }
     await gateway?.stop();
     await stack?.dispose().catch((e: Error) => console.error(`destroy: ${e.message}`));

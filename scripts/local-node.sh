@@ -139,6 +139,13 @@ unregister_node() {
     rm -f /run/envoy-gateways/sysctl.saved
   fi
   rmdir /var/lib/cni/results /var/lib/cni "$NODE_REGISTRY" 2>/dev/null || true
+  # The shims' socket directory (empty unless another containerd runs), and the lock,
+  # removed while holding it.
+  rmdir /run/containerd/s /run/containerd 2>/dev/null || true
+  if [[ ! -d "$NODE_REGISTRY" && -f /run/envoy-gateways/subnets.lock ]]; then
+    ( flock 8 && rm -f /run/envoy-gateways/subnets.lock ) 8>>/run/envoy-gateways/subnets.lock
+    rmdir /run/envoy-gateways 2>/dev/null || true
+  fi
 }
 
 write_containerd_config() {
