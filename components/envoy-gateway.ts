@@ -25,9 +25,25 @@ export interface EnvoyGatewayArgs {
   skipAwait?: boolean;
 }
 
-/** Names of a gateway's Kubernetes objects. */
+/**
+ * Names of a gateway's Kubernetes objects. The bootstrap ConfigMap's name ends with
+ * its content's checksum (`<gateway>-bootstrap-<10 hex>`, see bootstrapConfigMapName).
+ */
 export function gatewayObjectNames(gateway: string): { bootstrap: string; xds: string; serviceAccount: string; deployment: string; service: string } {
   return { bootstrap: `${gateway}-bootstrap`, xds: `${gateway}-xds`, serviceAccount: gateway, deployment: gateway, service: gateway };
+}
+
+/**
+ * The bootstrap ConfigMap's name: `<gateway>-bootstrap-` and the first 10 hex digits of
+ * its content's checksum. The Kubernetes provider replaces a ConfigMap whose data
+ * changes; under a fixed name that replacement is delete-before-create, and it takes
+ * the Deployment (which refers to the name) with it: every gateway pod is deleted
+ * before a new one starts. A new name per content makes it create-before-delete: the
+ * new ConfigMap first, then the Deployment's rolling update onto it, then the old
+ * ConfigMap goes.
+ */
+export function bootstrapConfigMapName(gateway: string, files: GatewayFiles): string {
+  return `${gatewayObjectNames(gateway).bootstrap}-${bootstrapChecksum(files).slice(0, 10)}`;
 }
 
 /**
@@ -51,7 +67,7 @@ export class EnvoyGateway extends pulumi.ComponentResource {
     const meta = (objectName: string) => ({ name: objectName, namespace: args.namespace, labels, annotations });
 
     const serviceAccount = new k8s.core.v1.ServiceAccount(name, { metadata: meta(names.serviceAccount), automountServiceAccountToken: false }, child);
-    const bootstrap = new k8s.core.v1.ConfigMap(`${name}-bootstrap`, { metadata: meta(names.bootstrap), data: args.files.bootstrap }, child);
+    const bootstrap = new k8s.core.v1.ConfigMap(`${name}-bootstrap`, { metadata: meta(bootstrapConfigMapName(args.gateway, args.files)), data: args.files.bootstrap }, child);
     this.xdsConfigMap = new k8s.core.v1.ConfigMap(`${name}-xds`, { metadata: meta(names.xds), data: args.files.xds }, { ...child, ignoreChanges: ["data"] });
     this.deployment = new k8s.apps.v1.Deployment(
       name,

@@ -1,6 +1,7 @@
 // HeadlessService: a routed service's headless Service on 443 (DNS returns
 // every ready pod IP, so Envoy balances across the pods itself), carrying the
 // routing labels; with an image, also its Deployment and PodDisruptionBudget.
+// Those pods mount their certificate from the Secret <service>-tls.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { LABEL, MANAGED_BY, routingLabels } from "../routing/labels.js";
@@ -21,7 +22,10 @@ export interface HeadlessServiceArgs {
   weight?: number;
   /** Long-lived websocket traffic (default false). */
   websocket?: boolean;
-  /** Container image; when set, the Deployment and PodDisruptionBudget are declared too (default: none). */
+  /**
+   * Container image; when set, the Deployment and PodDisruptionBudget are declared too, and the
+   * pods mount the Secret `<serviceName>-tls` at /etc/tls (default: none).
+   */
   image?: string;
   /** Local clusters without a kubelet only: skip waiting for readiness (default false). */
   skipAwait?: boolean;
@@ -65,6 +69,18 @@ export class HeadlessService extends pulumi.ComponentResource {
   }
 }
 
+/** Where the pods of a declared Deployment find their certificate. */
+export const POD_TLS_DIR = "/etc/tls";
+
+/**
+ * The Secret the pods of a declared Deployment mount at POD_TLS_DIR: the certificate for
+ * <service>.<namespace>.svc.<clusterDomain> (tls.crt, tls.key) and the CA that signed the
+ * gateways' client certificates (ca.crt). Every routed pod serves TLS on 443 with it.
+ */
+export function podTlsSecretName(serviceName: string): string {
+  return `${serviceName}-tls`;
+}
+
 function workloadSpec(args: HeadlessServiceArgs, selector: Record<string, string>): k8s.types.input.apps.v1.DeploymentSpec {
   return {
     replicas: args.replicas,
@@ -81,8 +97,10 @@ function workloadSpec(args: HeadlessServiceArgs, selector: Record<string, string
             ports: [{ name: "https", containerPort: UPSTREAM_PORT }],
             readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
             securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
+            volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
           },
         ],
+        volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(args.serviceName) } }],
       },
     },
   };

@@ -11,6 +11,12 @@
 #   etcd-<v>/bin/etcd                           go.etcd.io/etcd/server/v3       (tools/etcd)
 #   kubernetes-<v>/bin/kube-apiserver,
 #                      kube-controller-manager  k8s.io/kubernetes               (tools/kubernetes)
+#   kubernetes-node-<v>/bin/kubelet,
+#                           kube-scheduler      k8s.io/kubernetes               (tools/kubernetes-node)
+#   coredns-<v>/bin/coredns                     github.com/coredns/coredns      (tools/coredns)
+#   pod-images/*.tar                            the local node's images: pause, Envoy (the
+#                                               cached binary + glibc + bash), the stand-in
+#                                               service and auth pods     (tools/pod-images)
 #   pulumi-<v>/bin/pulumi                       github.com/pulumi/pulumi/pkg/v3 (tools/pulumi)
 #                  pulumi-language-nodejs       Node language host              (tools/pulumi-language-nodejs)
 #                  pulumi-resource-pulumi-nodejs dynamic-provider launcher from @pulumi/pulumi
@@ -22,9 +28,10 @@
 # in $EG_CACHE/go, so CI and other clones reuse them.
 #
 # Usage: scripts/build-components.sh [--rebuild NAME]... [--only NAME]...
-#   NAME: envoy envoy-api etcd kubernetes pulumi pulumi-kubernetes pulumi-home (or all,
-#   for --rebuild); --only builds just the entries named (setup builds envoy-api, which
-#   `npm ci` needs, before the entries that need node_modules).
+#   NAME: envoy envoy-api etcd kubernetes kubernetes-node coredns pod-images pulumi
+#   pulumi-kubernetes pulumi-home (or all, for --rebuild); --only builds just the entries
+#   named (setup builds envoy-api, which `npm ci` needs, before the entries that need
+#   node_modules).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_go_cache
 
@@ -177,6 +184,84 @@ build_kubernetes() {
   check_output "Kubernetes $v" "$out/bin/kube-controller-manager" --version
 }
 
+# --- kubelet and kube-scheduler (the local node) ----------------------------------------
+# Their own module (tools/kubernetes-node, same replaces as tools/kubernetes): the kubelet
+# needs dependencies kube-apiserver does not. Go's build cache is shared, so the packages
+# both use compile once.
+build_kubernetes_node() {
+  local out="$1" v="v$KUBERNETES_VERSION" minor date ld="" pkg
+  minor="${KUBERNETES_VERSION#*.}"; minor="${minor%%.*}"
+  date="$(cd "$REPO_ROOT/tools/kubernetes-node" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitMajor=${KUBERNETES_VERSION%%.*} -X $pkg.gitMinor=$minor -X $pkg.gitVersion=$v"
+    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  go_build kubernetes-node "$out" "$ld" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler
+  check_output "Kubernetes $v" "$out/bin/kubelet" --version
+  check_output "Kubernetes $v" "$out/bin/kube-scheduler" --version
+}
+
+# --- CoreDNS (the local node's cluster DNS) -----------------------------------------------
+# tools/coredns/main.go: CoreDNS's coremain with only the plugins the local Corefile uses.
+build_coredns() {
+  local out="$1"
+  go_build coredns "$out" "" .
+  check_output "CoreDNS-$COREDNS_VERSION" "$out/bin/coredns" -version
+}
+
+# --- the local node's images ----------------------------------------------------------------
+# One-layer image archives made by tools/pod-images/mkimage from a root file system put
+# together here; scripts/local-cluster.sh imports them (ctr -n k8s.io images import):
+#   pause.tar       POD_IMAGE_PAUSE: the sandbox container (static Go)
+#   envoy.tar       envoyproxy/envoy:v$ENVOY_VERSION: the cached Envoy binary as
+#                   /usr/local/bin/envoy, the glibc libraries ldd names, and bash, cat and
+#                   sleep for the preStop drain (bash's /dev/tcp), user envoy (101)
+#   https-echo.tar  POD_IMAGE_ECHO: the stand-in service pod (standin echo), user 65532
+#   ext-authz.tar   POD_IMAGE_AUTH: the stand-in auth service (standin auth), user 65532
+build_pod_images() {
+  local out="$1" tools="$1/tools" root="$1/rootfs" envoy lib
+  envoy="$(envoy_bin_dir)/envoy"
+  [[ -x "$envoy" ]] || { log "$envoy is missing (the envoy entry is built first)"; return 1; }
+  go_build pod-images "$tools" "" ./pause ./standin ./mkimage
+  mkimage() { "$tools/bin/mkimage" "$@" >&2; }
+
+  mkdir -p "$root/pause"
+  install -m 0755 "$tools/bin/pause" "$root/pause/pause"
+  mkimage -rootfs "$root/pause" -tag "$POD_IMAGE_PAUSE" -entrypoint '["/pause"]' -user 65535:65535 -o "$out/pause.tar"
+
+  local standin="$root/standin"
+  mkdir -p "$standin/etc" "$standin/tmp"
+  chmod 1777 "$standin/tmp"
+  install -m 0755 "$tools/bin/standin" "$standin/standin"
+  printf 'root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n' >"$standin/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$standin/etc/group"
+  mkimage -rootfs "$standin" -tag "$POD_IMAGE_ECHO" -entrypoint '["/standin","echo"]' -user 65532:65532 -o "$out/https-echo.tar"
+  mkimage -rootfs "$standin" -tag "$POD_IMAGE_AUTH" -entrypoint '["/standin","auth"]' -user 65532:65532 -o "$out/ext-authz.tar"
+
+  # Debian's merged /usr layout: /bin, /lib and /lib64 are links into /usr.
+  local e="$root/envoy"
+  mkdir -p "$e/usr/local/bin" "$e/usr/bin" "$e/usr/lib/x86_64-linux-gnu" "$e/usr/lib64" "$e/etc" "$e/tmp"
+  chmod 1777 "$e/tmp"
+  ln -s usr/bin "$e/bin"; ln -s usr/lib "$e/lib"; ln -s usr/lib64 "$e/lib64"
+  install -m 0755 "$envoy" "$e/usr/local/bin/envoy"
+  install -m 0755 /bin/bash /bin/cat /bin/sleep "$e/usr/bin/"
+  for lib in $(ldd "$envoy" /bin/bash /bin/cat /bin/sleep | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+    cp -L "$lib" "$e/usr/lib/x86_64-linux-gnu/"
+  done
+  cp -L /lib64/ld-linux-x86-64.so.2 "$e/usr/lib64/"
+  printf 'root:x:0:0:root:/root:/bin/bash\nenvoy:x:101:101:envoy:/tmp:/usr/sbin/nologin\n' >"$e/etc/passwd"
+  printf 'root:x:0:\nenvoy:x:101:\n' >"$e/etc/group"
+  # Checked before it is packed: the binary runs in that root with nothing from the host.
+  check_output "/$ENVOY_VERSION/" chroot "$e" /usr/local/bin/envoy --version
+  check_output "ok" chroot "$e" /bin/bash -c 'printf ok | cat; sleep 0'
+  mkimage -rootfs "$e" -tag "envoyproxy/envoy:v$ENVOY_VERSION" -entrypoint '["/usr/local/bin/envoy"]' \
+    -cmd '["-c","/etc/envoy/envoy.yaml"]' -o "$out/envoy.tar"
+
+  rm -rf "$root" "$tools"
+  printf '%s\n' "pause.tar $POD_IMAGE_PAUSE" "envoy.tar envoyproxy/envoy:v$ENVOY_VERSION" \
+    "https-echo.tar $POD_IMAGE_ECHO" "ext-authz.tar $POD_IMAGE_AUTH" >"$out/images.txt"
+}
+
 # --- Pulumi CLI, Node language host, dynamic provider launcher ---------------------------
 # One directory: the engine takes plugins found next to the pulumi binary as bundled
 # (it warns about a language host it only finds on PATH).
@@ -221,6 +306,8 @@ log "cache: $EG_CACHE"
 require_module_version envoy-api github.com/envoyproxy/go-control-plane/envoy "v$ENVOY_VERSION"
 require_module_version etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
 require_module_version kubernetes k8s.io/kubernetes "v$KUBERNETES_VERSION"
+require_module_version kubernetes-node k8s.io/kubernetes "v$KUBERNETES_VERSION"
+require_module_version coredns github.com/coredns/coredns "v$COREDNS_VERSION"
 require_module_version pulumi github.com/pulumi/pulumi/pkg/v3 "v$PULUMI_VERSION"
 require_module_version pulumi github.com/pulumi/pulumi/sdk/v3 "v$PULUMI_VERSION"
 require_module_version pulumi-language-nodejs "$PULUMI_LANGUAGE_NODEJS_MODULE" "$PULUMI_LANGUAGE_NODEJS_MODULE_VERSION"
@@ -231,6 +318,13 @@ install_entry envoy-api "$(dirname "$(envoy_api_file)")" "$(fingerprint envoy-ap
 install_envoy_api_descriptors
 install_entry etcd "$(dirname "$(etcd_bin_dir)")" "$(fingerprint etcd etcd "$ETCD_VERSION")"
 install_entry kubernetes "$(dirname "$(kubernetes_bin_dir)")" "$(fingerprint kubernetes kubernetes "$KUBERNETES_VERSION")"
+install_entry kubernetes-node "$(dirname "$(kubernetes_node_bin_dir)")" \
+  "$(fingerprint kubernetes-node kubernetes-node "$KUBERNETES_VERSION")"
+install_entry coredns "$(dirname "$(coredns_bin_dir)")" "$(fingerprint coredns coredns "$COREDNS_VERSION")"
+# The images carry the cached Envoy binary and the host's glibc, bash and coreutils.
+install_entry pod-images "$(pod_images_dir)" "$(fingerprint pod-images pod-images "$ENVOY_VERSION" \
+  "$(cat "$(dirname "$(envoy_bin_dir)")/.fingerprint")" "$POD_IMAGE_PAUSE" "$POD_IMAGE_ECHO" "$POD_IMAGE_AUTH" \
+  "$(dpkg-query -W -f '${Package} ${Version}\n' libc6 bash coreutils libtinfo6 2>/dev/null)")"
 install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \
   "$(fingerprint pulumi "pulumi pulumi-language-nodejs" "$PULUMI_VERSION" "$PULUMI_LANGUAGE_NODEJS_VERSION" "$PULUMI_LANGUAGE_NODEJS_PACKAGE")"
 kubernetes_provider_print="$(fingerprint pulumi-kubernetes pulumi-kubernetes "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE")"

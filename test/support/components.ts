@@ -37,6 +37,11 @@ export interface Components {
   kubernetesProviderBinDir: string;
   /** PULUMI_HOME in which the Kubernetes provider is registered. */
   pulumiHome: string;
+  /** The local node: kubelet, kube-scheduler, CoreDNS, and the image archives it imports. */
+  kubelet: string;
+  kubeScheduler: string;
+  coredns: string;
+  podImages: string;
 }
 
 function pick(versions: Record<string, string>, key: string): string {
@@ -62,6 +67,10 @@ export function componentPaths(): Components {
     pulumi: join(pulumiBinDir, "pulumi"),
     kubernetesProviderBinDir: bin(`pulumi-kubernetes-${pick(v, "PULUMI_KUBERNETES_VERSION")}`),
     pulumiHome: join(cache, "pulumi-home"),
+    kubelet: join(bin(`kubernetes-node-${pick(v, "KUBERNETES_VERSION")}`), "kubelet"),
+    kubeScheduler: join(bin(`kubernetes-node-${pick(v, "KUBERNETES_VERSION")}`), "kube-scheduler"),
+    coredns: join(bin(`coredns-${pick(v, "COREDNS_VERSION")}`), "coredns"),
+    podImages: join(cache, "pod-images"),
   };
 }
 
@@ -78,6 +87,10 @@ export function requireComponents(): Components {
     join(c.pulumiBinDir, "pulumi-language-nodejs"),
     join(c.kubernetesProviderBinDir, "pulumi-resource-kubernetes"),
     join(c.pulumiHome, "plugins", `resource-kubernetes-v${c.versions.PULUMI_KUBERNETES_VERSION}`),
+    c.kubelet,
+    c.kubeScheduler,
+    c.coredns,
+    join(c.podImages, "images.txt"),
   ];
   const missing = required.filter((path) => !existsSync(path));
   if (missing.length > 0) {

@@ -1,14 +1,17 @@
 // The envoy-gateways program itself on the local cluster, through the real
 // engine: a workspace holding a copy of the project and a stack whose config
-// is one of the repository's stack files, pointed at the local cluster
-// (kubeconfig as a secret, skipAwait since no kubelet runs pods).
+// is one of the repository's stack files made local (test/support/local-stack.ts:
+// the stand-in pod images, NodePort gateway Services), pointed at the local
+// cluster (kubeconfig as a secret), with the gateways' and pods' Secrets in the
+// cluster. `pulumi up` waits for ready Deployments, as on any cluster.
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse } from "yaml";
+import type { StackConfig } from "../../routing/config/schema.js";
 import type { LocalCluster } from "./cluster.js";
 import { repoRoot } from "./components.js";
+import { applyLocalSecrets, localStackConfigLines, parsedLocalStackConfig } from "./local-stack.js";
 import { PulumiWorkspace } from "./pulumi.js";
 
 export interface ProgramStackOptions {
@@ -33,20 +36,20 @@ export class ProgramStack {
   private constructor(
     readonly ws: PulumiWorkspace,
     readonly cluster: LocalCluster,
+    /** The stack's config (as validated by the program). */
+    readonly config: StackConfig,
   ) {}
 
   static async create(cluster: LocalCluster, options: ProgramStackOptions): Promise<ProgramStack> {
     const ws = new PulumiWorkspace({ programDir: repoRoot, stack: options.stack ?? "local" });
     await ws.init();
-    // The stack file's config, as is (init wrote the stack's encryption salt into the file).
-    const config = (parse(readFileSync(join(repoRoot, `Pulumi.${options.from}.yaml`), "utf8")) as { config: Record<string, unknown> }).config;
+    // The stack file's config made local (init wrote the stack's encryption salt into the file).
     const stackFile = join(ws.programDir, `Pulumi.${ws.stack}.yaml`);
-    const lines = ["", "config:"];
-    for (const [key, value] of Object.entries(config)) lines.push(`  ${key}: ${JSON.stringify(value)}`);
-    appendFileSync(stackFile, `${lines.join("\n")}\n`);
-    await ws.setConfig("envoy-gateways:skipAwait", "true");
+    appendFileSync(stackFile, `${["", "config:", ...localStackConfigLines(options.from)].join("\n")}\n`);
     await ws.setConfig("envoy-gateways:kubeconfig", readFileSync(options.kubeconfig ?? cluster.kubeconfig, "utf8"), true);
-    return new ProgramStack(ws, cluster);
+    const config = parsedLocalStackConfig(options.from);
+    await applyLocalSecrets(cluster, config);
+    return new ProgramStack(ws, cluster, config);
   }
 
   /**
@@ -56,7 +59,7 @@ export class ProgramStack {
   async anotherCheckout(): Promise<ProgramStack> {
     const ws = this.ws.anotherCheckout();
     await ws.ok(["stack", "select", ws.stack]);
-    return new ProgramStack(ws, this.cluster);
+    return new ProgramStack(ws, this.cluster, this.config);
   }
 
   /** Starts one of the project's scripts (scripts/<name>.ts) against this stack, with the engine's environment. */

@@ -8,6 +8,7 @@ import { renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { rawStack, withValue } from "./fixtures.js";
 import { policies } from "../../policy/policies.js";
+import { bootstrapConfigMapName } from "../../components/envoy-gateway.js";
 import { runResource, runStack, type Obj } from "./policy-engine.js";
 
 interface Declared {
@@ -121,7 +122,7 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
     const files = renderGateways(config, buildRoutingTable(config));
     for (const f of files) {
       expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-xds`).inputs.data).toEqual(f.xds);
-      expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-bootstrap`).inputs.data).toEqual(f.bootstrap);
+      expect(named(resources, "core/v1:ConfigMap", bootstrapConfigMapName(f.gateway, f)).inputs.data).toEqual(f.bootstrap);
     }
   });
 
@@ -225,6 +226,19 @@ describe("rolling", () => {
     expect(after).not.toBe(before);
   });
 
+  it("names the bootstrap ConfigMap after its content, so a change creates a new one (the old pods keep theirs) instead of deleting it with the Deployment", async () => {
+    const volume = (rs: Declared[]) => named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.spec.volumes.find((v: { name: string }) => v.name === "bootstrap").configMap.name;
+    const first = (await run(rawStack("dev"))).resources;
+    const changed = (await run(withValue(rawStack("dev"), "edge", { idleTimeout: "30m" }))).resources;
+    const bootstraps = (rs: Declared[]) => of(rs, "core/v1:ConfigMap").map((c) => c.inputs.metadata.name as string).filter((n) => n.startsWith("gateway-bootstrap-"));
+    expect(bootstraps(first)).toEqual([volume(first)]);
+    expect(volume(first)).toMatch(/^gateway-bootstrap-[0-9a-f]{10}$/);
+    expect(volume(changed)).toMatch(/^gateway-bootstrap-[0-9a-f]{10}$/);
+    expect(volume(changed)).not.toBe(volume(first));
+    // The same content, the same name: an unchanged program changes nothing.
+    expect(volume((await run(rawStack("dev"))).resources)).toBe(volume(first));
+  });
+
   it("does not roll the pods when only routes change (Envoy reloads the xDS files live)", async () => {
     const first = await run(rawStack("dev"));
     const more = withValue(rawStack("dev"), "services", [...(rawStack("dev").services as object[]), { name: "grafana", replicas: 2 }]);
@@ -240,6 +254,17 @@ describe("stack options", () => {
     for (const r of [...of(resources, "apps/v1:Deployment"), ...of(resources, "core/v1:Service")]) {
       expect(r.inputs.metadata.annotations["pulumi.com/skipAwait"]).toBe("true");
     }
+  });
+
+  it("declares the Deployment of a service with an image, its pods mounting their certificate Secret <service>-tls", async () => {
+    const services = (rawStack("dev").services as { name: string }[]).map((s) => (s.name === "batch" ? { ...s, image: "example/batch:1.2.3" } : s));
+    const { resources } = await run(withValue(rawStack("dev"), "services", services));
+    const deployments = of(resources, "apps/v1:Deployment").map((d) => d.inputs.metadata.name);
+    expect(deployments.sort()).toEqual(["batch", "gateway", "internal-gateway"]);
+    const pod = named(resources, "apps/v1:Deployment", "batch").inputs.spec.template.spec;
+    expect(pod.containers[0].image).toBe("example/batch:1.2.3");
+    expect(pod.containers[0].volumeMounts).toEqual([{ name: "tls", mountPath: "/etc/tls", readOnly: true }]);
+    expect(pod.volumes).toEqual([{ name: "tls", secret: { secretName: "batch-tls" } }]);
   });
 
   it("renders manifests to a directory instead of applying them when renderYamlToDirectory is set", async () => {

@@ -1,0 +1,312 @@
+// The gateways as real pods on the local node: `pulumi up` of the local stack
+// (Pulumi.dev.yaml with the stand-in pod images) waits for ready Deployments,
+// then requests go, from the host, to the gateway pods' IPs (a client that
+// follows the gateway Service's ready endpoints, as a load balancer would),
+// through Envoy as the Deployment runs it (ConfigMap and Secret volumes as the
+// kubelet projects them, the pod's resolv.conf, CoreDNS), to the stand-in pods
+// of headless Services. Every load loop is bounded in count and time; figures
+// (recovery times, shares) are printed, not asserted.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { applySecret, AUTH_TOKEN, WorkloadPki } from "../support/local-stack.js";
+import { describeFailures, GatewayClient, startLoad, runLoad, type GatewayResponse, type Load } from "../support/gateway-client.js";
+import { gatewayMetrics, metricSum } from "../support/gateway-metrics.js";
+import { ProgramStack } from "../support/program.js";
+import { DEV_LABEL, until, Workloads } from "../support/workloads.js";
+
+const run = promisify(execFile);
+const cluster = inject("cluster");
+const AUTH = { authorization: `Bearer ${AUTH_TOKEN}` };
+const DOMAIN = "dev.example.org";
+const DEV_HOST = `internal.${DOMAIN}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let stack: ProgramStack;
+let w: Workloads;
+let gateway: GatewayClient;
+let internalGateway: GatewayClient;
+
+/** Polls until a request answers `status` (the route reached Envoy, or left it). */
+async function untilStatus(path: string, status: number, timeoutMs = 240_000, host = DEV_HOST): Promise<GatewayResponse> {
+  return until(`${host}${path} to answer ${status}`, timeoutMs, async () => {
+    const r = await gateway.request(host, path, { headers: AUTH });
+    return r.status === status ? r : undefined;
+  }, undefined, 1000);
+}
+
+async function podNames(namespace: string, app: string): Promise<string[]> {
+  return (await w.pods(namespace, app)).map((p) => p.metadata!.name!).sort();
+}
+
+async function devNamespace(name: string, services: { name: string; replicas?: number }[]): Promise<void> {
+  await stack.createNamespace(name, DEV_LABEL);
+  for (const s of services) await w.createService(name, s);
+}
+
+beforeAll(async () => {
+  stack = await ProgramStack.create(cluster, { from: "dev", stack: "pods" });
+  w = new Workloads(cluster);
+  // Created before `pulumi up`: the program's discovery routes them from the start.
+  await devNamespace("pr-pods", [{ name: "batch" }, { name: "batch-driver" }]);
+  await devNamespace("pr-lb", [{ name: "web", replicas: 3 }]);
+  await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
+  gateway = await GatewayClient.start(cluster, "gateway");
+  internalGateway = await GatewayClient.start(cluster, "internal-gateway");
+  // The xDS ConfigMap has the dev routes; the pod has them once the kubelet projected it.
+  await untilStatus("/pr-lb/web/", 200);
+  await untilStatus("/pr-pods/batch-driver/", 200);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await internalGateway?.stop();
+  await stack?.dispose();
+});
+
+describe("routing through the gateway pod", () => {
+  it("reaches a pod of a production host's Service over verified TLS: the Service's name as SNI and on the certificate, the gateway's client certificate", async () => {
+    const r = await gateway.request(`www.${DOMAIN}`, "/some/path?q=1");
+    expect(r.status, r.body).toBe(200);
+    const a = r.answer();
+    expect(await podNames("default", "www")).toContain(a.pod);
+    expect(a).toMatchObject({
+      namespace: "default",
+      service: "www.default.svc.cluster.local",
+      serverName: "www.default.svc.cluster.local",
+      clientCertificate: "gateway.default.svc.cluster.local",
+      path: "/some/path?q=1",
+      host: "www.default.svc.cluster.local",
+    });
+    expect(a.headers["X-Forwarded-Host"]).toEqual([`www.${DOMAIN}`]);
+    // The bare domain is www's alias; the internal gateway serves the internal domain with its own client certificate.
+    expect(await podNames("default", "www")).toContain((await gateway.request(DOMAIN, "/")).answer().pod);
+    const internal = (await internalGateway.request("batch.dev.hail", "/")).answer();
+    expect(await podNames("default", "batch")).toContain(internal.pod);
+    expect(internal.clientCertificate).toBe("internal-gateway.default.svc.cluster.local");
+    expect((await gateway.request(`nothing.${DOMAIN}`, "/")).status).toBe(404);
+  });
+
+  it("sends dev/PR routes through ext_authz: no credentials is a 302 to the login page, credentials reach the namespace's pod with the path kept", async () => {
+    const denied = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5");
+    expect(denied.status).toBe(302);
+    expect(denied.headers.location).toBe(`https://auth.${DOMAIN}/login?next=https://${DEV_HOST}/pr-pods/batch/jobs?limit=5`);
+    const bearer = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5", { headers: AUTH });
+    expect(bearer.status, bearer.body).toBe(200);
+    expect(bearer.answer()).toMatchObject({ namespace: "pr-pods", path: "/pr-pods/batch/jobs?limit=5", service: "batch.pr-pods.svc.cluster.local" });
+    expect(await podNames("pr-pods", "batch")).toContain(bearer.answer().pod);
+    const cookie = await gateway.request(DEV_HOST, "/pr-pods/batch-driver/", { headers: { cookie: `session=${AUTH_TOKEN}` } });
+    expect(cookie.status, cookie.body).toBe(200);
+    expect(await podNames("pr-pods", "batch-driver")).toContain(cookie.answer().pod);
+    // Production routes never ask auth: no credentials needed.
+    expect((await gateway.request(`batch.${DOMAIN}`, "/")).status).toBe(200);
+  });
+
+  it("refuses a production pod whose certificate names another Service (503), and reaches it again with the right one", async () => {
+    const pki = new WorkloadPki(cluster);
+    const restart = async () => {
+      const old = await podNames("default", "notebook");
+      for (const name of old) await w.core.deleteNamespacedPod({ name, namespace: "default", gracePeriodSeconds: 0 });
+      const fresh = await until("new notebook pods", 120_000, async () => {
+        const pods = await w.waitReady("default", "notebook", 2, 120_000);
+        return pods.every((p) => !old.includes(p.metadata!.name!)) ? pods : undefined;
+      });
+      return fresh.map((p) => p.metadata!.name!);
+    };
+    try {
+      await applySecret(w.core, pki.secret("notebook-tls", "default", ["not-notebook.default.svc.cluster.local"]));
+      const wrong = await restart();
+      // 503 once Envoy resolved the new pods, and they saw the handshake the gateway aborted.
+      await until("the gateway to refuse the notebook pods' certificate", 120_000, async () => {
+        const r = await gateway.request(`notebook.${DOMAIN}`, "/");
+        if (r.status !== 503) return undefined;
+        for (const name of wrong) {
+          const log = await w.core.readNamespacedPodLog({ name, namespace: "default" });
+          if (/TLS handshake error/.test(log)) return true;
+        }
+        return undefined;
+      }, undefined, 1000);
+    } finally {
+      await applySecret(w.core, pki.podSecret("notebook", "default"));
+    }
+    const right = await restart();
+    const r = await untilStatus("/", 200, 120_000, `notebook.${DOMAIN}`);
+    expect(right).toContain(r.answer().pod);
+  });
+});
+
+describe("load balancing across the pods of a headless Service", () => {
+  it("gives each of 3 pods within 15% of a third of the requests", async () => {
+    const pods = (await w.waitReady("pr-lb", "web", 3)).map((p) => p.metadata!.name!).sort();
+    const r = await runLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), { rate: 120, maxRequests: 1500, maxMs: 60_000, concurrency: 8 });
+    expect(r.failures, describeFailures(r)).toEqual([]);
+    expect(r.samples.length).toBe(1500);
+    expect([...r.byPod.keys()].sort()).toEqual(pods);
+    const third = r.samples.length / 3;
+    console.log(`3 pods: ${[...r.byPod.values()].join(" / ")} of ${r.samples.length} requests`);
+    for (const count of r.byPod.values()) {
+      expect(count).toBeGreaterThanOrEqual(third * 0.85);
+      expect(count).toBeLessThanOrEqual(third * 1.15);
+    }
+  });
+
+  it("follows DNS as the Service scales 3 -> 5 -> 2: new pods take their share, no request reaches a pod once it is gone", async () => {
+    const load = startLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), { rate: 100, maxRequests: 30_000, maxMs: 280_000, concurrency: 8 });
+    /** True once, over the last `n` answers, each of `pods` got at least half its share and nothing else answered. */
+    const sharing = (pods: string[], n: number) => {
+      const recent = load.samples.slice(-n);
+      if (recent.length < n) return false;
+      const counts = new Map<string, number>();
+      for (const s of recent) if (s.pod) counts.set(s.pod, (counts.get(s.pod) ?? 0) + 1);
+      return [...counts.keys()].every((p) => pods.includes(p)) && pods.every((p) => (counts.get(p) ?? 0) >= (n / pods.length) * 0.5);
+    };
+    const gone = new Map<string, number>();
+    let five: string[] = [];
+    let two: string[] = [];
+    const figures: string[] = [];
+    try {
+      await w.scale("pr-lb", "web", 5);
+      five = (await w.waitReady("pr-lb", "web", 5)).map((p) => p.metadata!.name!);
+      const ready = load.now();
+      await until("5 pods to share the requests", 60_000, async () => sharing(five, 250));
+      figures.push(`3 -> 5: the new pods took their share ${((load.now() - ready) / 1000).toFixed(1)} s after all 5 were ready`);
+
+      const scaledDown = load.now();
+      await w.scale("pr-lb", "web", 2);
+      // Pods leave: record when each one's object is gone (the kubelet confirmed it stopped).
+      await until("3 of 5 pods to be gone", 120_000, async () => {
+        const now = load.now();
+        const left = await podNames("pr-lb", "web");
+        for (const p of five) if (!left.includes(p) && !gone.has(p)) gone.set(p, now);
+        return gone.size === 3 ? true : undefined;
+      });
+      two = five.filter((p) => !gone.has(p));
+      await until("the 2 remaining pods to take every request", 60_000, async () => sharing(two, 250));
+      const last = Math.max(...load.samples.filter((s) => s.pod && !two.includes(s.pod)).map((s) => s.sent));
+      figures.push(`5 -> 2: the last request to a removed pod was sent ${((last - scaledDown) / 1000).toFixed(1)} s after the scale-down, the pods were gone after ${((Math.max(...gone.values()) - scaledDown) / 1000).toFixed(1)} s`);
+    } finally {
+      load.stop();
+    }
+    const r = await load.result;
+    console.log(`scaling under ${r.samples.length} requests: ${figures.join("; ")}; ${describeFailures(r)}`);
+    expect(r.failures, describeFailures(r)).toEqual([]);
+    expect([...r.byPod.keys()].sort()).toEqual([...five].sort());
+    for (const [pod, at] of gone) {
+      const late = r.samples.filter((s) => s.pod === pod && s.sent > at);
+      expect(late, `requests sent after ${pod} was gone reached it`).toEqual([]);
+    }
+  });
+});
+
+describe("live reloads", () => {
+  it("keeps production routes free of failed requests while 10 dev/PR namespaces come and go", async () => {
+    const watch = stack.spawnScript("sync-routes", ["--watch", "--debounce", "2s"]);
+    let out = "";
+    watch.stdout.on("data", (d: Buffer) => (out += d));
+    watch.stderr.on("data", (d: Buffer) => (out += d));
+    const exited = new Promise<number | null>((resolve) => watch.on("close", resolve));
+    const names = Array.from({ length: 10 }, (_, i) => `pr-churn-${i}`);
+    const pod = gateway.endpoints[0]!.address;
+    const cds = async () => metricSum(await gatewayMetrics(pod), "envoy_cluster_manager_cds_update_success");
+    let load: Load | undefined;
+    let before = 0;
+    const marks = { created: 0, routed: 0, removed: 0 };
+    try {
+      await until("the watch's first sync", 180_000, async () => /synced in/.test(out) || undefined, async () => out);
+      before = await cds();
+      let i = 0;
+      load = startLoad(() => gateway.request(i++ % 2 ? `www.${DOMAIN}` : `batch.${DOMAIN}`, "/"), { rate: 40, maxRequests: 24_000, maxMs: 540_000 });
+      await sleep(2000);
+      marks.created = load.now();
+      for (const name of names) await devNamespace(name, [{ name: "app" }]);
+      for (const name of names) await untilStatus(`/${name}/app/`, 200, 300_000);
+      marks.routed = load.now();
+      for (const name of names) await w.deleteNamespace(name);
+      for (const name of names) await untilStatus(`/${name}/app/`, 404, 300_000);
+      marks.removed = load.now();
+      await sleep(2000);
+    } finally {
+      load?.stop();
+      watch.kill("SIGTERM");
+      await Promise.race([exited, sleep(240_000)]);
+      if (watch.exitCode === null) watch.kill("SIGKILL");
+    }
+    const r = await load!.result;
+    const reloads = (await cds()) - before;
+    console.log(`live reloads: ${describeFailures(r)} on production routes; ${reloads} CDS updates; 10 namespaces routed after ${((marks.routed - marks.created) / 1000).toFixed(0)} s, gone after ${((marks.removed - marks.routed) / 1000).toFixed(0)} s`);
+    expect(r.failures, describeFailures(r)).toEqual([]);
+    // The load ran from before the first namespace until after the last route was gone, and Envoy reloaded meanwhile.
+    expect(r.samples[0]!.sent).toBeLessThan(marks.created);
+    expect(r.samples.at(-1)!.sent).toBeGreaterThan(marks.removed);
+    expect(reloads).toBeGreaterThanOrEqual(2);
+    expect(await exited).toBe(0);
+  });
+});
+
+describe("a gateway rollout", () => {
+  it("rolls the gateway pods for a bootstrap change under continuous load without a failed request", async () => {
+    const old = await podNames("default", "gateway");
+    const checksum = async () => (await w.apps.readNamespacedDeployment({ name: "gateway", namespace: "default" })).spec!.template.metadata!.annotations!["envoy-gateways.io/bootstrap-checksum"];
+    const before = await checksum();
+    const load = startLoad(() => gateway.request(`www.${DOMAIN}`, "/"), { rate: 50, maxRequests: 30_000, maxMs: 540_000 });
+    let fresh: string[] = [];
+    try {
+      await sleep(2000);
+      // A listener setting: it lives in the bootstrap, so the pods roll.
+      await stack.ws.ok(["config", "set", "--stack", stack.ws.stack, "--path", "envoy-gateways:edge.idleTimeout", "30m"]);
+      await stack.ws.ok(["up", "--yes", "--skip-preview", "--stack", stack.ws.stack], 600_000);
+      await until("the old gateway pods to be gone", 240_000, async () => {
+        const now = await podNames("default", "gateway");
+        return now.every((p) => !old.includes(p)) ? now : undefined;
+      });
+      fresh = await podNames("default", "gateway");
+      await until("requests to go through the new pods", 60_000, async () => load.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined);
+    } finally {
+      load.stop();
+    }
+    const r = await load.result;
+    const via = new Set(r.samples.map((s) => s.via));
+    console.log(`rollout: ${describeFailures(r)}, through ${[...via].join(", ")}`);
+    expect(await checksum()).not.toBe(before);
+    expect(r.failures, describeFailures(r)).toEqual([]);
+    for (const p of [...old, ...fresh]) expect(via.has(p), `no request went through ${p}`).toBe(true);
+  });
+});
+
+describe("a service pod killed under load", () => {
+  it("fails only requests Envoy answers 503, and recovers once the restarted pod is ready", async () => {
+    const pods = await w.waitReady("default", "batch", 2);
+    const victim = pods[0]!.metadata!.name!;
+    const containerId = pods[0]!.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, "");
+    const load = startLoad(() => gateway.request(`batch.${DOMAIN}`, "/"), { rate: 100, maxRequests: 20_000, maxMs: 180_000, concurrency: 8 });
+    let killedAt = 0;
+    let readyAt = 0;
+    let servingAt = 0;
+    try {
+      await sleep(3000);
+      killedAt = load.now();
+      await run("ctr", ["--address", cluster.node.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", containerId]);
+      await until(`${victim} to restart and be ready`, 120_000, async () => {
+        const p = await w.core.readNamespacedPod({ name: victim, namespace: "default" });
+        const c = p.status?.containerStatuses?.[0];
+        return (c?.restartCount ?? 0) >= 1 && c?.ready ? true : undefined;
+      });
+      readyAt = load.now();
+      await until(`${victim} to answer again`, 60_000, async () => load.samples.some((s) => s.pod === victim && s.sent > readyAt) || undefined);
+      servingAt = load.now();
+      await sleep(3000);
+    } finally {
+      load.stop();
+    }
+    const r = await load.result;
+    const last = r.failures.at(-1);
+    console.log(
+      `pod killed: ${r.failures.length} of ${r.samples.length} requests failed` +
+        (last ? `, the last ${((last.sent - killedAt) / 1000).toFixed(2)} s after the kill` : "") +
+        `; restarted and ready after ${((readyAt - killedAt) / 1000).toFixed(1)} s, answering again after ${((servingAt - killedAt) / 1000).toFixed(1)} s`,
+    );
+    expect(r.failures.map((f) => f.status || f.error).filter((s) => s !== 503), describeFailures(r)).toEqual([]);
+    expect(r.failures.filter((f) => f.sent < killedAt), "failures before the kill").toEqual([]);
+    expect(r.failures.filter((f) => f.sent > servingAt), "failures after the pod answered again").toEqual([]);
+  });
+});

@@ -1,0 +1,273 @@
+// A client of the gateway pods on the local node, as a cloud load balancer in
+// front of them would be: it follows the gateway Service's EndpointSlices and
+// sends each request to a ready gateway pod (its pod IP, port 8443, straight
+// from the host: there is no kube-proxy), HTTPS with the public host as SNI and
+// Host, trusting the cluster's services CA. Plus a bounded load generator.
+import { DiscoveryV1Api, KubeConfig } from "@kubernetes/client-node";
+import { Agent, request } from "node:https";
+import type { IncomingHttpHeaders } from "node:http";
+import type { LocalCluster } from "./cluster.js";
+import { servicesCa } from "./local-stack.js";
+
+/** What the stand-in pods answer (JSON), see tools/pod-images/standin. */
+export interface PodAnswer {
+  pod: string;
+  namespace: string;
+  /** The Service name on the pod's certificate. */
+  service: string;
+  /** The TLS server name (SNI) the gateway asked the pod for. */
+  serverName: string;
+  method: string;
+  path: string;
+  host: string;
+  headers: Record<string, string[]>;
+  remoteAddress: string;
+  /** Subject CN of the client certificate the gateway presented, if any. */
+  clientCertificate?: string;
+}
+
+export interface GatewayResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The gateway pod that answered. */
+  gatewayPod: string;
+  /** The stand-in pod's answer (throws if the body is not one). */
+  answer(): PodAnswer;
+}
+
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  method?: string;
+  /** Default 10 s. */
+  timeoutMs?: number;
+  /** Reuse pooled connections (default true). */
+  keepAlive?: boolean;
+}
+
+interface Endpoint {
+  address: string;
+  port: number;
+  pod: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class GatewayClient {
+  /** Ready gateway pods, as the EndpointSlices list them now. */
+  endpoints: Endpoint[] = [];
+  private next = 0;
+  private stopped = false;
+  private readonly agents = new Map<string, Agent>();
+  private poller: Promise<void> | undefined;
+  readonly ca: string;
+
+  private constructor(
+    private readonly discovery: DiscoveryV1Api,
+    readonly namespace: string,
+    readonly gateway: string,
+    cluster: LocalCluster,
+  ) {
+    this.ca = servicesCa(cluster).cert;
+  }
+
+  /** Starts following the gateway Service's ready endpoints; waits until there is one. */
+  static async start(cluster: LocalCluster, gateway = "gateway", namespace = "default", pollMs = 200): Promise<GatewayClient> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const client = new GatewayClient(kc.makeApiClient(DiscoveryV1Api), namespace, gateway, cluster);
+    await client.refresh();
+    client.poller = (async () => {
+      while (!client.stopped) {
+        await sleep(pollMs);
+        await client.refresh().catch(() => undefined); // keep the last list while the API is unreachable
+      }
+    })();
+    const deadline = Date.now() + 120_000;
+    while (client.endpoints.length === 0) {
+      if (Date.now() > deadline) throw new Error(`no ready pod of Service ${namespace}/${gateway} within 120 s`);
+      await sleep(pollMs);
+      await client.refresh().catch(() => undefined);
+    }
+    return client;
+  }
+
+  private async refresh(): Promise<void> {
+    const slices = await this.discovery.listNamespacedEndpointSlice({ namespace: this.namespace, labelSelector: `kubernetes.io/service-name=${this.gateway}` });
+    const endpoints: Endpoint[] = [];
+    for (const slice of slices.items) {
+      const port = slice.ports?.find((p) => p.name === "https")?.port;
+      if (!port) continue;
+      for (const e of slice.endpoints ?? []) {
+        if (e.conditions?.ready !== true) continue;
+        for (const address of e.addresses) endpoints.push({ address, port, pod: e.targetRef?.name ?? address });
+      }
+    }
+    endpoints.sort((a, b) => a.address.localeCompare(b.address));
+    this.endpoints = endpoints;
+  }
+
+  private agent(address: string): Agent {
+    let agent = this.agents.get(address);
+    if (!agent) this.agents.set(address, (agent = new Agent({ keepAlive: true, maxSockets: 64, ca: this.ca })));
+    return agent;
+  }
+
+  /** One HTTPS request through a ready gateway pod (round robin across them). */
+  request(host: string, path: string, options: RequestOptions = {}): Promise<GatewayResponse> {
+    if (this.endpoints.length === 0) return Promise.reject(new Error(`no ready pod of Service ${this.namespace}/${this.gateway}`));
+    const endpoint = this.endpoints[this.next++ % this.endpoints.length]!;
+    return new Promise((resolve, reject) => {
+      const req = request({
+        host: endpoint.address,
+        port: endpoint.port,
+        path,
+        method: options.method ?? "GET",
+        servername: host,
+        headers: { host, ...(options.headers ?? {}) },
+        setHost: false,
+        ca: this.ca,
+        agent: options.keepAlive === false ? false : this.agent(endpoint.address),
+        timeout: options.timeoutMs ?? 10_000,
+      });
+      req.on("timeout", () => req.destroy(new Error(`request ${host}${path} via ${endpoint.pod} timed out`)));
+      req.on("error", (e) => reject(Object.assign(e, { gatewayPod: endpoint.pod })));
+      req.on("response", (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          const body = Buffer.concat(chunks).toString("utf8");
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body,
+            gatewayPod: endpoint.pod,
+            answer: () => {
+              try {
+                return JSON.parse(body) as PodAnswer;
+              } catch {
+                throw new Error(`not a pod's answer (status ${res.statusCode} via ${endpoint.pod}): ${body.slice(0, 300)}`);
+              }
+            },
+          });
+        });
+      });
+      req.end();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.poller;
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+}
+
+/** One request of a load run. */
+export interface Sample {
+  /** ms since the run started (performance.now() - t0), when it was sent and when it ended. */
+  sent: number;
+  done: number;
+  status: number;
+  /** The pod that answered (its answer's name), for 200s from a stand-in pod. */
+  pod?: string;
+  /** The gateway pod it went through. */
+  via?: string;
+  error?: string;
+}
+
+export interface LoadOptions {
+  /** Requests started per second (paced). */
+  rate: number;
+  /** Stops starting requests after this long... */
+  maxMs: number;
+  /** ...or after this many, whichever comes first. */
+  maxRequests: number;
+  /** At most this many in flight (default 16). */
+  concurrency?: number;
+}
+
+/** The outcome of a load run. */
+export interface LoadResult {
+  samples: Sample[];
+  failures: Sample[];
+  /** Requests per pod (answers of 200). */
+  byPod: Map<string, number>;
+}
+
+/** A load run in progress. */
+export interface Load {
+  /** performance.now() when it started: the origin of every sample's times. */
+  t0: number;
+  /** The samples so far, in the order they ended. */
+  samples: Sample[];
+  /** ms since t0. */
+  now(): number;
+  /** Starts no more requests; `result` resolves once the last one ended. */
+  stop(): void;
+  result: Promise<LoadResult>;
+}
+
+/**
+ * Sends `send()` at a steady rate, bounded in count and time, with at most
+ * `concurrency` requests in flight. A request fails when it errors or its
+ * status is not 200.
+ */
+export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOptions): Load {
+  const samples: Sample[] = [];
+  const t0 = performance.now();
+  const concurrency = options.concurrency ?? 16;
+  const interval = 1000 / options.rate;
+  let stopped = false;
+  const now = () => performance.now() - t0;
+  const run = async (): Promise<LoadResult> => {
+    const inFlight = new Set<Promise<void>>();
+    for (let i = 0; i < options.maxRequests && !stopped; i++) {
+      const due = i * interval;
+      if (now() > options.maxMs) break;
+      if (due > now()) await sleep(due - now());
+      while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      if (stopped) break;
+      const sent = now();
+      const p = send().then(
+        (r) => {
+          let pod: string | undefined;
+          if (r.status === 200) {
+            try {
+              pod = r.answer().pod;
+            } catch {
+              pod = undefined;
+            }
+          }
+          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod });
+        },
+        (e: Error & { gatewayPod?: string }) => {
+          samples.push({ sent, done: now(), status: 0, via: e.gatewayPod, error: e.message });
+        },
+      );
+      const tracked: Promise<void> = p.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+    }
+    await Promise.all(inFlight);
+    const sorted = [...samples].sort((a, b) => a.sent - b.sent);
+    const byPod = new Map<string, number>();
+    for (const s of sorted) if (s.status === 200 && s.pod) byPod.set(s.pod, (byPod.get(s.pod) ?? 0) + 1);
+    return { samples: sorted, failures: sorted.filter((s) => s.status !== 200), byPod };
+  };
+  return { t0, samples, now, stop: () => (stopped = true), result: run() };
+}
+
+/** startLoad() to its end. */
+export function runLoad(send: () => Promise<GatewayResponse>, options: LoadOptions): Promise<LoadResult> {
+  return startLoad(send, options).result;
+}
+
+/** "3 of 1200 failed: 503 at 10.20 s; ..." for messages. */
+export function describeFailures(result: Pick<LoadResult, "samples" | "failures">, limit = 10): string {
+  const f = result.failures;
+  if (f.length === 0) return `0 of ${result.samples.length} failed`;
+  const shown = f.slice(0, limit).map((s) => `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s${s.via ? ` via ${s.via}` : ""}`);
+  return `${f.length} of ${result.samples.length} failed: ${shown.join("; ")}${f.length > limit ? "; ..." : ""}`;
+}
