@@ -26,11 +26,17 @@ setup_project
 eval "$(bash scripts/env.sh)"
 
 if [[ "${1:-}" == "--down" ]]; then
+  # The cluster is stopped whatever the destroy does: say what failed, and still stop what was started.
+  failed=()
   if bash scripts/local-cluster.sh status --dir "$CLUSTER_DIR" >/dev/null 2>&1 \
     && pulumi stack select "$STACK" --non-interactive 2>/dev/null; then
-    step "pulumi destroy" pulumi destroy --yes --skip-preview --non-interactive --stack "$STACK"
+    step "pulumi destroy" pulumi destroy --yes --skip-preview --non-interactive --stack "$STACK" || failed+=("pulumi destroy (the stack's state still lists its resources: \`pulumi stack rm --force $STACK\` forgets them once the cluster is gone)")
   fi
-  step "stop the local cluster" bash scripts/local-cluster.sh stop --dir "$CLUSTER_DIR"
+  step "stop the local cluster" bash scripts/local-cluster.sh stop --dir "$CLUSTER_DIR" || failed+=("stopping the local cluster (see $CLUSTER_DIR/logs)")
+  if ((${#failed[@]})); then
+    log "--down finished with failures: ${failed[*]}"
+    exit 1
+  fi
   exit 0
 fi
 
