@@ -48,7 +48,7 @@ function podResolvConf(cluster: LocalCluster, pod: string): string {
   const ctr = (args: string[]) => execFileSync("ctr", ["--address", cluster.node.containerdSocket, "--namespace", "k8s.io", ...args], { encoding: "utf8" });
   const ids = ctr(["containers", "ls", "-q", `labels."io.kubernetes.pod.name"==${pod},labels."io.cri-containerd.kind"==sandbox`]).trim().split("\n").filter(Boolean);
   if (ids.length === 0) throw new Error(`no sandbox of pod ${pod} in containerd`);
-  return readFileSync(join(cluster.stateDir, "node/containerd/state/io.containerd.grpc.v1.cri/sandboxes", ids[0]!, "resolv.conf"), "utf8");
+  return readFileSync(join(cluster.stateDir, "node/containerd/root/io.containerd.grpc.v1.cri/sandboxes", ids[0]!, "resolv.conf"), "utf8");
 }
 
 async function main(): Promise<void> {
