@@ -55,8 +55,12 @@ export interface SharedParts {
   extAuthzOff: Json;
   routeTimeout: string;
   websocketIdleTimeout: string;
-  /** typed_per_filter_config of a rate-limited route, by requests per second per gateway replica. */
-  rateLimited(perReplica: number): Json;
+  /**
+   * typed_per_filter_config of a rate-limited route: `perSecond` for the whole
+   * service (shared across the gateway pods), counted under `statPrefix`.
+   * Routes with the same limit and prefix share one object.
+   */
+  rateLimited(perSecond: number, statPrefix: string): Json;
 }
 
 export function gatewayContext(config: StackConfig, gateway: GatewayName, options?: RenderOptions): GatewayContext;
@@ -64,7 +68,7 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
 export function gatewayContext(config: RoutingConfig, gateway: GatewayName, options: RenderOptions = {}): XdsContext {
   const settings = config.gateways[gateway];
   const paths = options.paths ?? POD_PATHS;
-  const rateLimits = new Map<number, Json>();
+  const rateLimits = new Map<string, Json>();
   const up = config.upstream;
   const protocolOptions = upstreamProtocolOptions(config);
   const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions };
@@ -93,9 +97,10 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     extAuthzOff: { [FILTER.extAuthz]: ExtAuthzDisabled },
     routeTimeout: envoyDuration(up.routeTimeout),
     websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),
-    rateLimited(perReplica) {
-      let config = rateLimits.get(perReplica);
-      if (!config) rateLimits.set(perReplica, (config = { [FILTER.localRateLimit]: localRateLimit(perReplica) }));
+    rateLimited(perSecond, statPrefix) {
+      const key = `${perSecond} ${statPrefix}`;
+      let config = rateLimits.get(key);
+      if (!config) rateLimits.set(key, (config = { [FILTER.localRateLimit]: localRateLimit(perSecond, perReplicaLimit(perSecond, settings.replicas), statPrefix) }));
       return config;
     },
   };
@@ -111,7 +116,7 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
   };
 }
 
-/** Requests per second of one gateway replica for a whole-service limit (at least 1). */
+/** One gateway pod's share of a whole-service limit at `replicas` pods (at least 1): the burst a pod's bucket holds. */
 export function perReplicaLimit(rateLimit: number, replicas: number): number {
   return Math.max(1, Math.ceil(rateLimit / replicas));
 }

@@ -1,7 +1,8 @@
 // The TLS listener's route configuration (RDS): one virtual host per
 // production service, one for the dev/PR routes.
 import type { RoutedService, RoutingTable } from "../table.js";
-import { perReplicaLimit, type XdsContext } from "./context.js";
+import { clusterName } from "../names.js";
+import type { XdsContext } from "./context.js";
 import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 
 export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
@@ -23,7 +24,7 @@ export function productionVirtualHost(ctx: XdsContext, service: RoutedService): 
   const host: Json = {
     name: service.name,
     domains,
-    routes: [serviceRoute(ctx, service, { prefix: "/" })],
+    routes: [serviceRoute(ctx, service, { prefix: "/" }, clusterName(service.namespace, service.name))],
   };
   if (ctx.settings.authenticateDevRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   return host;
@@ -34,16 +35,23 @@ export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService
   return {
     name: "dev",
     domains: [ctx.settings.devHost],
-    routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` })),
+    routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS)),
   };
 }
 
 /**
- * One route: to the service's cluster (or weighted clusters for several
- * versions), Host rewritten to the Service name (so SNI and the certificate
- * check use it) with the original in x-forwarded-host, optional rate limit.
+ * Stat prefix of the dev/PR routes' rate limits: one for all of them (a prefix
+ * per route would add counters for every dev/PR service); the 429 names the route.
  */
-function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Json {
+export const DEV_RATE_LIMIT_STATS = "dev";
+
+/**
+ * One route, named `<namespace>/<service>`: to the service's cluster (or
+ * weighted clusters for several versions), Host rewritten to the Service name
+ * (so SNI and the certificate check use it) with the original in
+ * x-forwarded-host, optional rate limit (counted under `rateLimitStats`).
+ */
+function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json, rateLimitStats: string): Json {
   const action: Json =
     service.versions.length === 1
       ? { cluster: service.versions[0]!.cluster }
@@ -52,9 +60,7 @@ function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Jso
   action.append_x_forwarded_host = true;
   action.timeout = ctx.shared.routeTimeout;
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
-  const route: Json = { match, route: action };
-  if (service.rateLimit !== undefined) {
-    route.typed_per_filter_config = ctx.shared.rateLimited(perReplicaLimit(service.rateLimit, ctx.settings.replicas));
-  }
+  const route: Json = { name: service.id, match, route: action };
+  if (service.rateLimit !== undefined) route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, rateLimitStats);
   return route;
 }

@@ -28,11 +28,12 @@ export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
     for (const listener of listeners) checkListener(listener, clusterNames, out);
     uniqueListeners(listeners, out);
     watchedPaths(bootstrap, out);
+    localCluster(bootstrap, staticClusters, out);
   }
   for (const rc of view.routeConfigs) checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
   for (const c of [...staticClusters, ...view.clusters]) clusterEndpoints(c, out);
   everyRegexCompiles(view, out);
-  everyRateLimitInterval(view, out);
+  everyLocalRateLimit(view, out);
   return out;
 }
 
@@ -65,6 +66,15 @@ function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
     if (addresses.has(addr)) out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "address", message: `another listener already binds ${addr}` });
     names.add(String(l.name));
     addresses.add(addr);
+  }
+}
+
+/** The local cluster (the gateway's own pods) must be a static cluster of the bootstrap. */
+function localCluster(bootstrap: Json, staticClusters: Json[], out: EnvoyViolation[]): void {
+  const name = (bootstrap.cluster_manager as Json | undefined)?.local_cluster_name;
+  if (name === undefined || name === "") return;
+  if (!staticClusters.some((c) => c.name === name)) {
+    out.push({ where: "envoy.yaml", path: "cluster_manager.local_cluster_name", message: `local cluster ${q(name)} must be defined as one of the bootstrap's static clusters` });
   }
 }
 
@@ -208,14 +218,28 @@ function everyRegexCompiles(docs: GatewayView, out: EnvoyViolation[]): void {
   docs.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
 }
 
-/** Envoy refuses a local rate limit token bucket refilled more often than every 50 ms. */
-function everyRateLimitInterval(view: GatewayView, out: EnvoyViolation[]): void {
+/**
+ * Local rate limits as Envoy loads them: a token bucket refilled at most
+ * every 50 ms; a limit shared across the gateway's pods
+ * (local_cluster_rate_limit) needs the bootstrap's local cluster (checked when
+ * the bootstrap is given) and cannot be per downstream connection. Envoy
+ * refuses the whole route configuration otherwise.
+ */
+function everyLocalRateLimit(view: GatewayView, out: EnvoyViolation[]): void {
+  const localCluster = (view.bootstrap?.cluster_manager as Json | undefined)?.local_cluster_name;
   const check = (root: unknown, where: string) =>
     walk(root, "", (node, path) => {
       if (!String(node["@type"] ?? "").endsWith("local_ratelimit.v3.LocalRateLimit")) return;
       const interval = (node.token_bucket as Json | undefined)?.fill_interval;
       if (interval !== undefined && durationMs(String(interval)) < 50) {
         out.push({ where, path: `${path}.token_bucket.fill_interval`, message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows` });
+      }
+      if (node.local_cluster_rate_limit === undefined || node.local_cluster_rate_limit === null) return;
+      if (node.local_rate_limit_per_downstream_connection === true) {
+        out.push({ where, path: `${path}.local_rate_limit_per_downstream_connection`, message: "cannot be true together with local_cluster_rate_limit: a per-connection bucket is never shared across the gateway's pods" });
+      }
+      if (view.bootstrap && (localCluster === undefined || localCluster === "")) {
+        out.push({ where, path: `${path}.local_cluster_rate_limit`, message: "shares the limit across the gateway's pods, which needs the bootstrap's local cluster (cluster_manager.local_cluster_name); Envoy would refuse every route" });
       }
     });
   if (view.bootstrap) check(view.bootstrap, "envoy.yaml");

@@ -77,7 +77,7 @@ export class LoadCheck {
    * LIVE (everything loaded); throws EnvoyRejected when Envoy exits instead.
    * `env`: extra environment of the Envoy process.
    */
-  async start(files: Record<string, string>, env?: Record<string, string>): Promise<LoadedEnvoy> {
+  async start(files: Record<string, string>, env?: Record<string, string>, concurrency = 1): Promise<LoadedEnvoy> {
     const root = join(this.workDir, `envoy-${this.next++}`);
     const etc = join(root, "etc/envoy/");
     for (const [dir, certs] of Object.entries(this.certificates)) new ConfigMapVolume(join(etc, dir)).write(certs);
@@ -95,7 +95,7 @@ export class LoadCheck {
     const envoy = new EnvoyProcess({
       bootstrapPath: join(bootstrapDir, BOOTSTRAP_FILE),
       adminUrl: `http://127.0.0.1:${adminPort}`,
-      concurrency: 1,
+      concurrency,
       logDir: root,
       env,
     });
@@ -151,6 +151,23 @@ export class LoadedEnvoy {
   /** Counters and gauges, by name. */
   stats(filter?: string): Promise<Map<string, number>> {
     return this.envoy.stats(filter);
+  }
+
+  /**
+   * What Envoy refused while it started although it came up: the first
+   * cds.yaml or rds.yaml it rejected (such as routes whose filter config needs
+   * something the bootstrap lacks), as the reasons it logged; empty when it
+   * took everything.
+   */
+  async startupRejections(): Promise<string[]> {
+    const stats = await this.envoy.stats("(cluster_manager\\.cds|http\\.https\\.rds\\.https)\\.update_rejected");
+    if (![...stats.values()].some((n) => n > 0)) return [];
+    let reasons: string[] = [];
+    await waitFor("Envoy to log why it refused a file at start-up", 5_000, () => {
+      reasons = rejections(this.envoy.log());
+      return reasons.length > 0;
+    }, 50);
+    return reasons;
   }
 
   /** /config_dump, parsed. */

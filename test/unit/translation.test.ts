@@ -61,14 +61,29 @@ describe("routes", () => {
     }
   });
 
-  it("limits each production route to its rate limit divided by the gateway replicas (rounded up)", () => {
-    const limit = (name: string) => get((host(name).routes as Json[])[0]!, "typed_per_filter_config") as Json;
-    const bucket = (name: string) => get(limit(name)["envoy.filters.http.local_ratelimit"], "token_bucket");
-    // prod: batch-driver 30 req/s over 3 replicas, www 600 over 3.
-    expect(bucket("batch-driver")).toEqual({ max_tokens: 10, tokens_per_fill: 10, fill_interval: "1s" });
-    expect(bucket("www")).toEqual({ max_tokens: 200, tokens_per_fill: 200, fill_interval: "1s" });
-    const devBucket = get(((host("dev").routes as Json[])[0]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"], "token_bucket");
-    expect(devBucket).toEqual({ max_tokens: 67, tokens_per_fill: 67, fill_interval: "1s" }); // 200 / 3 replicas
+  it("limits each route to the service's rate limit shared across the gateway's pods, a pod's bucket holding its share at the minimum replicas", () => {
+    const limit = (route: Json) => (route.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
+    const prod = (name: string) => limit((host(name).routes as Json[])[0]!);
+    // prod: batch-driver 30 req/s, www 600, gateway replicas 3 (the autoscaler's minimum).
+    expect(prod("batch-driver").token_bucket).toEqual({ max_tokens: 10, tokens_per_fill: 30, fill_interval: "1s" });
+    expect(prod("www").token_bucket).toEqual({ max_tokens: 200, tokens_per_fill: 600, fill_interval: "1s" });
+    for (const name of ["batch-driver", "www"]) {
+      // Envoy refills each pod's bucket with tokens_per_fill divided by the hosts of the local cluster (the gateway's pods).
+      expect(prod(name).local_cluster_rate_limit).toEqual({});
+      expect(prod(name).stat_prefix).toBe(`default_${name}`);
+    }
+    const dev = (host("dev").routes as Json[]).map(limit);
+    expect(dev[0]!.token_bucket).toEqual({ max_tokens: 67, tokens_per_fill: 200, fill_interval: "1s" }); // 200 over at least 3 pods
+    // One config for every dev route: one set of counters, written once.
+    expect(new Set(dev).size).toBe(1);
+    expect(dev[0]!.stat_prefix).toBe("dev");
+  });
+
+  it("names every route <namespace>/<service>, and a 429 names the route in x-ratelimit-route", () => {
+    expect((host("batch").routes as Json[]).map((r) => r.name)).toEqual(["default/batch"]);
+    expect((host("dev").routes as Json[]).map((r) => r.name)).toEqual(["pr-7/batch", "pr-7/batch-driver", "pr-9/web"]);
+    const limit = ((host("batch").routes as Json[])[0]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
+    expect(limit.response_headers_to_add).toEqual([{ header: { key: "x-ratelimit-route", value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }]);
   });
 
   it("gives websocket services a longer idle timeout", () => {
@@ -122,7 +137,7 @@ describe("clusters", () => {
     const clusters = gateway!.documents.cds.resources as Json[];
     const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
     const dnsStatics = statics.filter((c) => c.name !== "envoy-admin");
-    expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver"]);
+    expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver", "gateway-pods"]);
     for (const c of [...clusters.slice(1), ...dnsStatics]) expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
     const cds = gateway!.xds["cds.yaml"]!;
     expect(cds.match(/DnsCluster/g)).toHaveLength(1);
@@ -171,6 +186,19 @@ describe("bootstrap", () => {
     expect(get(bootstrap, "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({ path: "/etc/envoy/xds/rds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(bootstrap.node).toEqual({ id: "gateway", cluster: "gateway" });
+  });
+
+  it("counts the gateway's own pods in its local cluster: strict DNS on the headless Service <gateway>-pods", () => {
+    expect(bootstrap.cluster_manager).toEqual({ local_cluster_name: "gateway-pods" });
+    const pods = ((bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
+    expect(get(pods, "cluster_type.typed_config.respect_dns_ttl")).toBe(true);
+    expect(get(pods, "load_assignment.endpoints")).toEqual([
+      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "gateway-pods.default.svc.cluster.local", port_value: 8443 } } } }] },
+    ]);
+    // Nothing is ever sent to it: no TLS, no route names it.
+    expect(pods.transport_socket).toBeUndefined();
+    const internalPods = ((internal!.documents.bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
+    expect(get(internalPods, "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address")).toBe("internal-gateway-pods.default.svc.cluster.local");
   });
 
   it("resolves upstream names with one c-ares resolver for the gateway: the pod's DNS servers, no search-domain walk", () => {
