@@ -328,6 +328,13 @@ const auth = z.strictObject({
   allowedHeaders: z.array(z.string().regex(/^[a-z0-9-]+$/, { error: "must be lower-case header names" })).default(["cookie", "authorization"]),
 });
 
+const stats = z.strictObject({
+  /** dashboards: dev/PR clusters keep only the stats dashboards use (production and static clusters keep all); all: every stat for every cluster. */
+  devClusters: z.enum(["dashboards", "all"], { error: "must be dashboards or all" }).default("dashboards"),
+  /** Create a cluster's traffic stats on its first request rather than with the cluster (saves memory for idle dev/PR clusters). */
+  deferredCreation: z.boolean({ error: "must be true or false" }).default(true),
+});
+
 const acme = z.strictObject({
   /** Service (in `namespace`) that answers ACME HTTP-01 challenges. */
   service: dnsLabel.default("letsencrypt"),
@@ -368,6 +375,8 @@ export const stackConfigSchema = z
     edge: edge.prefault({}),
     /** Downstream TLS. */
     tls: tls.prefault({}),
+    /** Which Envoy stats the gateways keep (per-cluster stats dominate memory with thousands of dev/PR clusters). */
+    stats: stats.prefault({}),
     /** Local clusters without a kubelet only: skip the provider's readiness waits. Never set for real clusters. */
     skipAwait: z.boolean({ error: "must be true or false" }).default(false),
     /** Render manifests into this directory instead of applying them (the Kubernetes provider's render mode). */

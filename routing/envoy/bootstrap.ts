@@ -1,9 +1,11 @@
 // The bootstrap (envoy.yaml): node, admin on loopback, the static listeners
-// and clusters, CDS from the watched xDS directory, the overload manager.
+// and clusters, CDS from the watched xDS directory, the overload manager, the
+// stats kept.
 import { memoryBytes } from "./units.js";
 import type { GatewayContext } from "./context.js";
 import { acmeCluster, adminCluster, extAuthzCluster, gatewayPodsCluster } from "./clusters.js";
 import { healthListener, httpListener, httpsListener, metricsListener } from "./listeners.js";
+import { statsSettings } from "./stats.js";
 import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
 export function bootstrap(ctx: GatewayContext): Json {
@@ -30,6 +32,7 @@ export function bootstrap(ctx: GatewayContext): Json {
     overload_manager: overloadManager(ctx),
     layered_runtime: { layers: [{ name: "admin", admin_layer: {} }] },
     typed_dns_resolver_config: dnsResolver(ctx.dnsResolver),
+    ...statsSettings(ctx.config),
   };
   return doc;
 }

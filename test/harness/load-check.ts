@@ -5,7 +5,8 @@
 // directory holding test certificates), the listener and admin addresses (free
 // ports on 127.0.0.1; listeners that shared an address still share one), and
 // the DNS servers of the resolver (a dnsmasq that answers NXDOMAIN for every
-// Service name, so DNS clusters warm at once with no hosts). Envoy runs in
+// Service name, so DNS clusters warm at once with no hosts, or with one address
+// for every name). Envoy runs in
 // serve mode with --reject-unknown-dynamic-fields: `--mode validate` does not
 // load file-based CDS or RDS.
 //
@@ -54,14 +55,18 @@ export class LoadCheck {
     private readonly certificates: Record<string, Record<string, string>>,
   ) {}
 
-  /** `logQueries`: the DNS server logs every query it gets (ClusterDns.queries). */
-  static async create(clusterDomain: string, logQueries = false): Promise<LoadCheck> {
+  /**
+   * `logQueries`: the DNS server logs every query it gets (ClusterDns.queries).
+   * `answerEvery`: it answers every Service name with this address (each
+   * cluster gets one host, as a Service with one pod) instead of NXDOMAIN.
+   */
+  static async create(clusterDomain: string, logQueries = false, answerEvery?: string): Promise<LoadCheck> {
     const workDir = mkdtempSync(join(tmpdir(), "eg-envoy-load-"));
     const pki = new TestPki(join(workDir, "pki"));
     const ca = pki.authority("envoy-gateways load-check CA");
     const server = pki.leaf(ca, "gateway-server", ["example.org"]);
     const client = pki.leaf(ca, "gateway-upstream-client", ["gateway.default.svc.cluster.local"]);
-    const dns = new ClusterDns(workDir, clusterDomain, 1, logQueries);
+    const dns = new ClusterDns(workDir, clusterDomain, 1, logQueries, answerEvery);
     await dns.start();
     const relative = (dir: string) => dir.slice(POD_ROOT.length);
     const certificates: Record<string, Record<string, string>> = {

@@ -201,6 +201,36 @@ describe("bootstrap", () => {
     expect(get(internalPods, "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address")).toBe("internal-gateway-pods.default.svc.cluster.local");
   });
 
+  it("keeps every stat but those of dev/PR clusters beyond what dashboards use, and defers cluster traffic stats", () => {
+    expect(bootstrap.deferred_stat_options).toEqual({ enable_deferred_creation_stats: true });
+    const patterns = get(bootstrap, "stats_config.stats_matcher.inclusion_list.patterns") as Json[];
+    // What Envoy's StringMatcher does with each pattern (safe_regex: the whole name).
+    const kept = (name: string) =>
+      patterns.some((p) =>
+        p.prefix !== undefined ? name.startsWith(String(p.prefix)) : p.suffix !== undefined ? name.endsWith(String(p.suffix)) : new RegExp(`^(?:${String((p.safe_regex as Json).regex)})$`).test(name),
+      );
+    for (const name of ["http.https.downstream_rq_total", "listener.0.0.0.0_8443.downstream_cx_total", "server.memory_allocated", "cluster_manager.active_clusters", "http_local_rate_limiter.http_local_rate_limit.ok", "dev.http_local_rate_limit.rate_limited", "runtime.deprecated_feature_use"]) {
+      expect(kept(name), name).toBe(true);
+    }
+    for (const name of ["cluster.default_www.upstream_rq_200", "cluster.default_batch_blue.ssl.handshake", "cluster.ext-authz.upstream_cx_total", "cluster.gateway-pods.membership_total", "cluster.envoy-admin.upstream_rq_time"]) {
+      expect(kept(name), name).toBe(true);
+    }
+    for (const stat of ["upstream_rq_total", "upstream_rq_2xx", "upstream_rq_5xx", "upstream_rq_time", "upstream_cx_active", "membership_healthy", "outlier_detection.ejections_active", "ClusterTrafficStats.initialized"]) {
+      expect(kept(`cluster.pr-7_batch.${stat}`), stat).toBe(true);
+    }
+    for (const stat of ["upstream_rq_200", "external.upstream_rq_2xx", "external.upstream_rq_time", "upstream_cx_total", "upstream_cx_connect_ms", "circuit_breakers.default.remaining_rq", "ssl.handshake", "lb_healthy_panic", "outlier_detection.ejections_enforced_total"]) {
+      expect(kept(`cluster.pr-7_batch.${stat}`), stat).toBe(false);
+    }
+    // A dev namespace whose name starts like the stack's namespace is still a dev one.
+    expect(kept("cluster.default-2_batch.upstream_cx_total")).toBe(false);
+  });
+
+  it("keeps every stat of every cluster, created with it, when stack config says so", () => {
+    const all = renderGateway({ ...config, stats: { devClusters: "all", deferredCreation: false } }, table, "gateway").documents.bootstrap;
+    expect(all.stats_config).toBeUndefined();
+    expect(all.deferred_stat_options).toBeUndefined();
+  });
+
   it("resolves upstream names with one c-ares resolver for the gateway: the pod's DNS servers, no search-domain walk", () => {
     const cares = {
       name: "envoy.network.dns_resolver.cares",
