@@ -278,6 +278,8 @@ const edge = z.strictObject({
   bufferLimitBytes: intIn(1024, 16_777_216, "a whole number of bytes").default(32768),
   /** Seconds Envoy drains connections on shutdown before exiting. */
   drainSeconds: intIn(1, 600, "a whole number of seconds").default(30),
+  /** Access log of the client-facing listeners: json (a JSON line per request on stdout) or off. */
+  accessLog: z.enum(["json", "off"], { error: "must be json or off" }).default("json"),
 });
 
 const CIPHERS_TLS12 = [

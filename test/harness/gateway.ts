@@ -111,6 +111,8 @@ export class GatewayHarness {
   readonly authChecks: AuthCheck[] = [];
   /** The gateway's pods after the first (`envoy`), started by scaleGateway. */
   readonly peers: GatewayPeer[] = [];
+  /** Envoys with a variant of the bootstrap (startVariantEnvoy). */
+  private readonly variants: GatewayPeer[] = [];
   private nextAddress = 10;
   private readonly volumes: Record<keyof EnvoyPaths, ConfigMapVolume>;
 
@@ -340,11 +342,29 @@ export class GatewayHarness {
   }
 
   private async startPeer(index: number): Promise<GatewayPeer> {
-    const address = `${this.subnet}.${FIRST_PEER_ADDRESS + index}`;
+    return this.startEnvoyAt(`${this.subnet}.${FIRST_PEER_ADDRESS + index}`, this.config, `gateway-pod-${index + 1}`);
+  }
+
+  /**
+   * Another Envoy running this gateway's files rendered from `config` (a
+   * variant of the harness's stack config that changes only the bootstrap,
+   * such as the access log), on `address` of this harness's /24 with the same
+   * listener ports and its own admin port; not published in DNS. For
+   * benchmarks comparing bootstrap settings on the same pods.
+   */
+  async startVariantEnvoy(config: StackConfig, address: string, name: string): Promise<GatewayPeer> {
+    const xds = renderGateway(config, this.table, this.gateway, this.renderOptions()).xds;
+    if (JSON.stringify(xds) !== JSON.stringify(this.files.xds)) throw new Error(`startVariantEnvoy(${name}): the config changes cds.yaml/rds.yaml, not only the bootstrap`);
+    const peer = await this.startEnvoyAt(address, config, name);
+    this.variants.push(peer);
+    return peer;
+  }
+
+  private async startEnvoyAt(address: string, config: StackConfig, name: string): Promise<GatewayPeer> {
     const ports = { ...this.ports, admin: await freeTcpPort("127.0.0.1") };
     // The same files as the first pod (the SDS files and the xDS directory are shared), listening on its own address.
-    const files = renderGateway(this.config, this.table, this.gateway, { ...this.renderOptions(), listenAddress: address, ports });
-    const dir = join(this.workDir, `gateway-pod-${index + 1}`);
+    const files = renderGateway(config, this.table, this.gateway, { ...this.renderOptions(), listenAddress: address, ports });
+    const dir = join(this.workDir, name);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "envoy.yaml"), files.bootstrap["envoy.yaml"]!);
     const envoy = new EnvoyProcess({
@@ -477,7 +497,7 @@ export class GatewayHarness {
       }
     };
     await attempt(() => this.envoy?.stop());
-    for (const peer of this.peers) await attempt(() => peer.envoy.stop());
+    for (const peer of [...this.peers, ...this.variants]) await attempt(() => peer.envoy.stop());
     for (const pod of this.allPods()) await attempt(() => pod.stop());
     await attempt(() => this.dns?.stop());
     const keep = this.options.keepWorkDir ?? process.env.EG_HARNESS_KEEP === "1";

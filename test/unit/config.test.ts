@@ -82,6 +82,7 @@ describe("stack config", () => {
     ["service name with upper case", "services.1.name", "Batch", "envoy-gateways:services[1].name", /DNS label.*got "Batch"/],
     ["service name too long", "services.1.name", "a".repeat(64), "envoy-gateways:services[1].name", /at most 63 characters/],
     ["duplicate service", "services.1.name", "www", "envoy-gateways:services[1].name", /duplicates services\[0\]\.name/],
+    ["access log format unknown", "edge.accessLog", "text", "envoy-gateways:edge.accessLog", /must be json or off/],
     ["dev cluster stats misspelt", "stats.devClusters", "dashboard", "envoy-gateways:stats.devClusters", /must be dashboards or all/],
     ["deferred stats not a boolean", "stats.deferredCreation", "yes", "envoy-gateways:stats.deferredCreation", /must be true or false/],
     ["service named like a gateway's pods Service", "services.1.name", "internal-gateway-pods", "envoy-gateways:services[1].name", /headless Service of a gateway's own pods/],

@@ -301,6 +301,16 @@ describe("bootstrap", () => {
     ]);
   });
 
+  it("logs a JSON line per request on the client-facing listeners, or nothing when edge.accessLog is off", () => {
+    const log = (g: Json, name: string) => get(hcm(((g.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!), "access_log") as Json[] | undefined;
+    for (const name of ["https", "http"]) {
+      expect(log(bootstrap, name)!.map((l) => get(l, "typed_config.@type"))).toEqual(["type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"]);
+    }
+    expect(get(log(bootstrap, "https")![0], "typed_config.log_format.json_format.status")).toBe("%RESPONSE_CODE%");
+    const off = renderGateway({ ...config, edge: { ...config.edge, accessLog: "off" } }, table, "gateway").documents.bootstrap;
+    for (const name of ["https", "http"]) expect(log(off, name), name).toBeUndefined();
+  });
+
   it("accepts TLS 1.2+ with forward-secret AEAD ciphers only, certificate from the mounted Secret", () => {
     const tls = get(listener("https"), "filter_chains") as Json[];
     const ctx = get(tls[0], "transport_socket.typed_config.common_tls_context") as Json;
