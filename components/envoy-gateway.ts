@@ -2,7 +2,7 @@
 // everything it needs in the cluster.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { GatewayName, GatewaySettings } from "../routing/config/schema.js";
+import { gatewayPodsService, type GatewayName, type GatewaySettings } from "../routing/config/schema.js";
 import { POD_PATHS, POD_PORTS } from "../routing/envoy/types.js";
 import { gatewayPodLabels, LABEL, MANAGED_BY } from "../routing/labels.js";
 import type { GatewayFiles } from "../routing/render.js";
@@ -29,8 +29,8 @@ export interface EnvoyGatewayArgs {
  * Names of a gateway's Kubernetes objects. The bootstrap ConfigMap's name ends with
  * its content's checksum (`<gateway>-bootstrap-<10 hex>`, see bootstrapConfigMapName).
  */
-export function gatewayObjectNames(gateway: string): { bootstrap: string; xds: string; serviceAccount: string; deployment: string; service: string } {
-  return { bootstrap: `${gateway}-bootstrap`, xds: `${gateway}-xds`, serviceAccount: gateway, deployment: gateway, service: gateway };
+export function gatewayObjectNames(gateway: string): { bootstrap: string; xds: string; serviceAccount: string; deployment: string; service: string; pods: string } {
+  return { bootstrap: `${gateway}-bootstrap`, xds: `${gateway}-xds`, serviceAccount: gateway, deployment: gateway, service: gateway, pods: gatewayPodsService(gateway) };
 }
 
 /**
@@ -48,7 +48,8 @@ export function bootstrapConfigMapName(gateway: string, files: GatewayFiles): st
 
 /**
  * An Envoy gateway: ServiceAccount, bootstrap and xDS ConfigMaps, a hardened
- * Deployment, PodDisruptionBudget, HorizontalPodAutoscaler and its Service.
+ * Deployment, PodDisruptionBudget, HorizontalPodAutoscaler, its Service, and
+ * the headless Service of its own pods (how each Envoy counts them).
  */
 export class EnvoyGateway extends pulumi.ComponentResource {
   /** The xDS ConfigMap Envoy watches (cds.yaml, rds.yaml); its data is later owned by the routes resource. */
@@ -78,6 +79,9 @@ export class EnvoyGateway extends pulumi.ComponentResource {
     new k8s.policy.v1.PodDisruptionBudget(name, { metadata: meta(names.deployment), spec: { maxUnavailable: 1, selector: { matchLabels: podLabels(args.gateway) } } }, child);
     new k8s.autoscaling.v2.HorizontalPodAutoscaler(name, { metadata: meta(names.deployment), spec: autoscalerSpec(args, names.deployment) }, child);
     this.service = new k8s.core.v1.Service(name, { metadata: { ...meta(names.service), annotations: { ...args.settings.service.annotations, ...annotations } }, spec: serviceSpec(args) }, { ...child, deleteBeforeReplace: true });
+    // Each Envoy resolves this one (its bootstrap's local cluster) to count the gateway's ready pods
+    // and take its share of every service-wide rate limit, whatever the autoscaler does.
+    new k8s.core.v1.Service(`${name}-pods`, { metadata: meta(names.pods), spec: podsServiceSpec(args) }, child);
     this.address = this.service.status.apply((s) => s?.loadBalancer?.ingress?.[0]?.ip ?? s?.loadBalancer?.ingress?.[0]?.hostname);
     this.registerOutputs({ xdsConfigMap: this.xdsConfigMap.metadata.name, service: this.service.metadata.name, address: this.address });
   }
@@ -229,6 +233,16 @@ function serviceSpec(args: EnvoyGatewayArgs): k8s.types.input.core.v1.ServiceSpe
   if (svc.type !== "ClusterIP") spec.externalTrafficPolicy = "Local";
   if (svc.loadBalancerIP) spec.loadBalancerIP = svc.loadBalancerIP;
   return spec;
+}
+
+/** Headless, ready pods only: DNS answers with the address of every gateway pod that takes traffic. */
+function podsServiceSpec(args: EnvoyGatewayArgs): k8s.types.input.core.v1.ServiceSpec {
+  return {
+    clusterIP: "None",
+    selector: podLabels(args.gateway),
+    publishNotReadyAddresses: false,
+    ports: [{ name: "https", port: 443, targetPort: "https", protocol: "TCP" }],
+  };
 }
 
 function cpuCores(q: string): number {

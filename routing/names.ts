@@ -26,6 +26,9 @@ export function routeId(namespace: string, service: string): string {
   return `${namespace}/${service}`;
 }
 
+/** The headless Service of a gateway's own pods (`<gateway>-pods`), declared with the gateway. */
+export { gatewayPodsService } from "./config/schema.js";
+
 /** Port every routed pod serves TLS on, and every headless Service exposes. */
 export const UPSTREAM_PORT = 443;
 

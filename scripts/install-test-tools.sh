@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the Envoy end-to-end harness and the gateway
-# benchmark need: dnsmasq (cluster DNS stand-in), nginx (the old gateway, for
-# the benchmark), wrk and h2load (load), openssl (test CA and TLS probes), curl.
+# benchmark need: dnsmasq (cluster DNS stand-in), nginx (the old gateway and a
+# tuned peer, for the benchmark), haproxy (the other tuned peer), wrk and h2load
+# (load), openssl (test CA and TLS probes), curl.
 # Idempotent: packages already installed are left alone, and nothing is fetched
 # when every command is already there. Run as root (or with sudo available).
 set -euo pipefail
@@ -11,6 +12,7 @@ set -euo pipefail
 declare -A PACKAGE_OF=(
   [dnsmasq]=dnsmasq-base
   [nginx]=nginx-light
+  [haproxy]=haproxy
   [wrk]=wrk
   [h2load]=nghttp2-client
   [openssl]=openssl
@@ -20,7 +22,7 @@ declare -A PACKAGE_OF=(
 have() { command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" ]]; }
 
 missing=()
-for cmd in dnsmasq nginx wrk h2load openssl curl; do
+for cmd in dnsmasq nginx haproxy wrk h2load openssl curl; do
   if have "$cmd"; then
     echo "install-test-tools: $cmd already installed ($(command -v "$cmd" || echo "/usr/sbin/$cmd"))"
   else
@@ -43,16 +45,19 @@ echo "install-test-tools: apt-get install ${missing[*]}"
 # start the nginx and dnsmasq services on install: the harness never uses them.
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
-# nginx's own service is not wanted (the benchmark runs its own instance on
-# loopback with a private config): stop it if installing it just started it.
-if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
-  if command -v service >/dev/null 2>&1 && service nginx status >/dev/null 2>&1; then
-    echo "install-test-tools: stopping the system nginx service it started (not used)"
-    $SUDO service nginx stop >/dev/null 2>&1 || true
+# nginx's and haproxy's own services are not wanted (the benchmark runs its own
+# instances on loopback with private configs): stop them if installing started them.
+for pkg_service in nginx-light:nginx haproxy:haproxy; do
+  pkg=${pkg_service%%:*} service_name=${pkg_service##*:}
+  if [[ " ${missing[*]} " == *" $pkg "* ]]; then
+    if command -v service >/dev/null 2>&1 && service "$service_name" status >/dev/null 2>&1; then
+      echo "install-test-tools: stopping the system $service_name service it started (not used)"
+      $SUDO service "$service_name" stop >/dev/null 2>&1 || true
+    fi
   fi
-fi
+done
 
-for cmd in dnsmasq nginx wrk h2load openssl curl; do
+for cmd in dnsmasq nginx haproxy wrk h2load openssl curl; do
   if ! have "$cmd"; then echo "install-test-tools: $cmd still missing after install" >&2; exit 1; fi
 done
 echo "install-test-tools: done"

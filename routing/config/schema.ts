@@ -225,7 +225,7 @@ type GatewayRole = (typeof GATEWAY_ROLES)[keyof typeof GATEWAY_ROLES];
 const gatewaySettings = (role: GatewayRole) =>
   z
     .strictObject({
-      /** Replicas when idle: the HPA's minimum and the divisor of per-service rate limits. */
+      /** Replicas when idle: the HPA's minimum; a pod's rate-limit bucket holds the service's limit divided by it (its burst). */
       replicas: intIn(1, 100, "a whole number of replicas"),
       /** The HPA's maximum replicas (default: 3 x replicas). */
       maxReplicas: intIn(1, 100, "a whole number of replicas").optional(),
@@ -265,7 +265,7 @@ const productionService = z.strictObject({
   name: dnsLabel,
   /** Pod replicas of the service (its headless Service carries this count). */
   replicas: intIn(1, 1000, "a whole number of replicas"),
-  /** Requests per second for the whole service, shared out across gateway replicas (optional: no limit). */
+  /** Requests per second for the whole service, shared across the gateway's pods however many run (optional: no limit). */
   rateLimit: intIn(1, 1_000_000, "a whole number of requests per second").optional(),
   /** Long-lived websocket traffic: the route gets the websocket idle timeout. */
   websocket: z.boolean({ error: "must be true or false" }).default(false),
@@ -375,6 +375,8 @@ const edge = z.strictObject({
   bufferLimitBytes: intIn(1024, 16_777_216, "a whole number of bytes").default(32768),
   /** Seconds Envoy drains connections on shutdown before exiting. */
   drainSeconds: intIn(1, 600, "a whole number of seconds").default(30),
+  /** Access log of the client-facing listeners: json (a JSON line per request on stdout) or off. */
+  accessLog: z.enum(["json", "off"], { error: "must be json or off" }).default("json"),
 });
 
 const CIPHERS_TLS12 = [
@@ -401,7 +403,7 @@ const tls = z.strictObject({
 const devNamespaces = z.strictObject({
   /** Label selector that marks namespaces whose services are routed as dev/PR routes. */
   selector: labelSelector.default("envoy-gateways.io/routes=dev"),
-  /** Requests per second per dev route, shared out across gateway replicas. */
+  /** Requests per second per dev route, shared across the gateway's pods however many run. */
   rateLimit: intIn(1, 1_000_000, "a whole number of requests per second").default(200),
   /** Upstream TLS to dev pods: verify (CA + client certificate, as production) or encrypt-only (no verification). */
   upstreamTls: z.enum(["verify", "encrypt-only"], { error: "must be verify or encrypt-only" }).default("verify"),
@@ -423,6 +425,13 @@ const auth = z.strictObject({
   timeout: duration("1ms", "1h").default("500ms"),
   /** Request headers passed to the auth service (case-insensitive). */
   allowedHeaders: z.array(z.string().regex(/^[a-z0-9-]+$/, { error: "must be lower-case header names" })).default(["cookie", "authorization"]),
+});
+
+const stats = z.strictObject({
+  /** dashboards: dev/PR clusters keep only the stats dashboards use (production and static clusters keep all); all: every stat for every cluster. */
+  devClusters: z.enum(["dashboards", "all"], { error: "must be dashboards or all" }).default("dashboards"),
+  /** Create a cluster's traffic stats on its first request rather than with the cluster (saves memory for idle dev/PR clusters). */
+  deferredCreation: z.boolean({ error: "must be true or false" }).default(true),
 });
 
 const acme = z.strictObject({
@@ -465,6 +474,8 @@ export const stackConfigSchema = z
     edge: edge.prefault({}),
     /** Downstream TLS. */
     tls: tls.prefault({}),
+    /** Which Envoy stats the gateways keep (per-cluster stats dominate memory with thousands of dev/PR clusters). */
+    stats: stats.prefault({}),
     /** Local clusters without a kubelet only: skip the provider's readiness waits. Never set for real clusters. */
     skipAwait: z.boolean({ error: "must be true or false" }).default(false),
     /** Render manifests into this directory instead of applying them (the Kubernetes provider's render mode). */
@@ -502,6 +513,7 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
     const first = seen.get(name);
     if (first !== undefined) problems.push({ path: ["services", i, "name"], input: name, message: `duplicates services[${first}].name; service names must be unique` });
     else if ((GATEWAYS as readonly string[]).includes(name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of a gateway's own Service; choose another name` });
+    else if (GATEWAYS.some((g) => gatewayPodsService(g) === name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of the headless Service of a gateway's own pods; choose another name` });
     else seen.set(name, i);
   });
   problems.push(...shiftConfigProblems(raw), ...derivedNameProblems(raw), ...listenerLimitProblems(raw));
@@ -665,6 +677,15 @@ export type GatewayName = keyof typeof GATEWAY_ROLES;
 export const GATEWAYS = Object.keys(GATEWAY_ROLES) as GatewayName[];
 
 /**
+ * The headless Service of a gateway's own pods (`<gateway>-pods`): DNS gives
+ * every ready gateway pod, which is how each Envoy learns how many share the
+ * service-wide rate limits. No production service may take its name.
+ */
+export function gatewayPodsService(gateway: string): string {
+  return `${gateway}-pods`;
+}
+
+/**
  * The stack config the xDS files (cds.yaml, rds.yaml) are rendered from: an
  * allow-list of keys, so nothing else (secrets, the image, resources, the
  * bootstrap's settings) reaches the routes resources' inputs and state.
@@ -676,7 +697,7 @@ const gatewayRouting = z.strictObject({
   devHost: dnsName,
   serveAliases: z.boolean({ error: "must be true or false" }),
   authenticateDevRoutes: z.boolean({ error: "must be true or false" }),
-  /** The divisor of per-service rate limits. */
+  /** The autoscaler's minimum: a pod's rate-limit bucket holds the service's limit divided by it. */
   replicas: intIn(1, 100, "a whole number of replicas"),
   authenticateMetrics: z.boolean({ error: "must be true or false" }),
   /** The gateway's security headers, defaults already merged in. */

@@ -1,16 +1,19 @@
 // The bootstrap (envoy.yaml): node, admin on loopback, the static listeners
-// and clusters, CDS from the watched xDS directory, the overload manager.
+// and clusters, CDS from the watched xDS directory, the overload manager, the
+// stats kept.
 import { memoryBytes } from "./units.js";
 import type { GatewayContext } from "./context.js";
-import { acmeCluster, adminCluster, extAuthzCluster } from "./clusters.js";
+import { acmeCluster, adminCluster, extAuthzCluster, gatewayPodsCluster } from "./clusters.js";
 import { healthListener, httpListener, httpsListener, metricsListener } from "./listeners.js";
-import { TYPE, type Json } from "./types.js";
+import { statsSettings } from "./stats.js";
+import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
 export function bootstrap(ctx: GatewayContext): Json {
   const clusters: Json[] = [];
   if (ctx.extAuthz.filter) clusters.push(extAuthzCluster(ctx));
   if (ctx.settings.acme) clusters.push(acmeCluster(ctx));
   clusters.push(adminCluster(ctx));
+  clusters.push(gatewayPodsCluster(ctx));
   const doc: Json = {
     node: { id: ctx.gateway, cluster: ctx.gateway },
     admin: { address: { socket_address: { address: "127.0.0.1", port_value: ctx.ports.admin } } },
@@ -18,6 +21,8 @@ export function bootstrap(ctx: GatewayContext): Json {
       listeners: [httpListener(ctx), httpsListener(ctx), healthListener(ctx), metricsListener(ctx)],
       clusters,
     },
+    // The gateway's pods: each route's rate limit is shared across them (local_cluster_rate_limit).
+    cluster_manager: { local_cluster_name: STATIC_CLUSTER.gatewayPods },
     dynamic_resources: {
       cds_config: {
         resource_api_version: "V3",
@@ -27,6 +32,7 @@ export function bootstrap(ctx: GatewayContext): Json {
     overload_manager: overloadManager(ctx),
     layered_runtime: { layers: [{ name: "admin", admin_layer: {} }] },
     typed_dns_resolver_config: dnsResolver(ctx.dnsResolver),
+    ...statsSettings(ctx.config),
   };
   return doc;
 }

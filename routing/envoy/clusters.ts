@@ -3,7 +3,7 @@
 // DNS clusters use Envoy's DNS cluster extension (envoy.cluster.dns) with
 // strict DNS semantics: every address DNS returns is an endpoint. The resolver
 // itself (c-ares, no search-domain walk) is the bootstrap's, shared by all.
-import { serviceHost, UPSTREAM_PORT } from "../names.js";
+import { gatewayPodsService, serviceHost, UPSTREAM_PORT } from "../names.js";
 import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
 import type { GatewayContext, XdsContext } from "./context.js";
 import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
@@ -67,6 +67,23 @@ export function extAuthzCluster(ctx: GatewayContext): Json {
 /** The ACME HTTP-01 solver (plain HTTP inside the cluster). */
 export function acmeCluster(ctx: GatewayContext): Json {
   return serviceDnsCluster(ctx, STATIC_CLUSTER.acme, ctx.config.acme);
+}
+
+/**
+ * The gateway's own pods (the bootstrap's local cluster): strict DNS on the
+ * headless Service <gateway>-pods, so every Envoy counts the ready gateway
+ * pods and takes its share of each service-wide rate limit. Envoy never sends
+ * traffic to it; the port is the TLS listener's, for the record.
+ */
+export function gatewayPodsCluster(ctx: GatewayContext): Json {
+  const host = serviceHost(gatewayPodsService(ctx.gateway), ctx.config.namespace, ctx.config.clusterDomain);
+  return {
+    name: STATIC_CLUSTER.gatewayPods,
+    cluster_type: ctx.shared.dnsCluster,
+    connect_timeout: ctx.shared.connectTimeout,
+    load_assignment: loadAssignment(STATIC_CLUSTER.gatewayPods, host, ctx.ports.https),
+    per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
+  };
 }
 
 /** Envoy's own admin interface, reached only through the metrics listener's one route. */

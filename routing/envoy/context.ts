@@ -56,10 +56,14 @@ export interface SharedParts {
   /** typed_per_filter_config of a production virtual host: ext_authz off. */
   extAuthzOff: Json;
   websocketIdleTimeout: string;
-  /** typed_per_filter_config of a rate-limited route, by requests per second per gateway replica. */
-  rateLimited(perReplica: number): Json;
-  /** typed_per_filter_config of a /metrics route: ext_authz on again, and the service's rate limit (if any). */
-  metricsAuthenticated(perReplica: number | undefined): Json;
+  /**
+   * typed_per_filter_config of a rate-limited route: `perSecond` for the whole
+   * service (shared across the gateway pods), counted under `statPrefix`.
+   * Routes with the same limit and prefix share one object.
+   */
+  rateLimited(perSecond: number, statPrefix: string): Json;
+  /** typed_per_filter_config of a /metrics route: ext_authz on again, and the service's rate limit (if any, as for rateLimited). */
+  metricsAuthenticated(rateLimit: { perSecond: number; statPrefix: string } | undefined): Json;
   /** A virtual host's retry_policy, by number of retries. */
   retryPolicy(count: number): Json;
   /** A virtual host's request_headers_to_add that also retries resets of these methods' requests. */
@@ -89,8 +93,8 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
 export function gatewayContext(config: RoutingConfig, gateway: GatewayName, options: RenderOptions = {}): XdsContext {
   const settings = config.gateways[gateway];
   const paths = options.paths ?? POD_PATHS;
-  const rateLimits = new Map<number, Json>();
-  const metricsRoutes = new Map<number | undefined, Json>();
+  const rateLimits = new Map<string, Json>();
+  const metricsRoutes = new Map<string, Json>();
   const retryPolicies = new Map<number, Json>();
   const resetRetries = new Map<string, Json[]>();
   const headerLists = new Map<string, Json[] | undefined>();
@@ -130,16 +134,18 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     dev,
     extAuthzOff: { [FILTER.extAuthz]: ExtAuthzDisabled },
     websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),
-    rateLimited(perReplica) {
-      let config = rateLimits.get(perReplica);
-      if (!config) rateLimits.set(perReplica, (config = { [FILTER.localRateLimit]: localRateLimit(perReplica) }));
+    rateLimited(perSecond, statPrefix) {
+      const key = `${perSecond} ${statPrefix}`;
+      let config = rateLimits.get(key);
+      if (!config) rateLimits.set(key, (config = { [FILTER.localRateLimit]: localRateLimit(perSecond, perReplicaLimit(perSecond, settings.replicas), statPrefix) }));
       return config;
     },
-    metricsAuthenticated(perReplica) {
-      let config = metricsRoutes.get(perReplica);
+    metricsAuthenticated(rateLimit) {
+      const key = rateLimit ? `${rateLimit.perSecond} ${rateLimit.statPrefix}` : "";
+      let config = metricsRoutes.get(key);
       if (!config) {
-        config = { [FILTER.extAuthz]: ExtAuthzEnabled, ...(perReplica !== undefined ? shared.rateLimited(perReplica) : {}) };
-        metricsRoutes.set(perReplica, config);
+        config = { [FILTER.extAuthz]: ExtAuthzEnabled, ...(rateLimit ? shared.rateLimited(rateLimit.perSecond, rateLimit.statPrefix) : {}) };
+        metricsRoutes.set(key, config);
       }
       return config;
     },
@@ -206,7 +212,7 @@ function retryOnResetHeader(methods: readonly string[]): Json {
   return { header: { key: "x-envoy-retry-on", value: `%CEL(request.method in [${list}] ? 'reset' : '')%` }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" };
 }
 
-/** Requests per second of one gateway replica for a whole-service limit (at least 1). */
+/** One gateway pod's share of a whole-service limit at `replicas` pods (at least 1): the burst a pod's bucket holds. */
 export function perReplicaLimit(rateLimit: number, replicas: number): number {
   return Math.max(1, Math.ceil(rateLimit / replicas));
 }

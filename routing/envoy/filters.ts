@@ -111,20 +111,36 @@ export function connectionLimitFilter(statPrefix: string, max: number): Json {
   return { name: "envoy.filters.network.connection_limit", typed_config: { "@type": TYPE.connectionLimit, stat_prefix: statPrefix, max_connections: max } };
 }
 
+/** The response header of a 429 that names the route that limited it (`<namespace>/<service>`). */
+export const RATE_LIMITED_ROUTE_HEADER = "x-ratelimit-route";
+
 /**
- * Per-route local rate limit: `perSecond` requests per second per gateway
- * replica (bucket refilled every second); 429 with x-ratelimit-* headers.
+ * Per-route local rate limit of `perSecond` requests per second for the whole
+ * service, whatever the number of gateway pods: with local_cluster_rate_limit
+ * each Envoy refills its bucket with its share, ceil(perSecond / n), n the
+ * hosts of the bootstrap's local cluster (the ready gateway pods; 1 when it
+ * has none). A bucket holds at most `burst` tokens (one pod's share at the
+ * autoscaler's minimum), so an idle pod never admits more than that at once.
+ * Over the limit: 429 with x-ratelimit-* headers and the route's name in
+ * x-ratelimit-route; counters under `<statPrefix>.http_local_rate_limit.`.
  */
-export function localRateLimit(perSecond: number): Json {
+export function localRateLimit(perSecond: number, burst: number, statPrefix: string): Json {
   return {
     "@type": TYPE.localRateLimit,
-    stat_prefix: "route_rate_limit",
-    token_bucket: { max_tokens: perSecond, tokens_per_fill: perSecond, fill_interval: "1s" },
-    filter_enabled: { runtime_key: "route_rate_limit_enabled", default_value: { numerator: 100, denominator: "HUNDRED" } },
-    filter_enforced: { runtime_key: "route_rate_limit_enforced", default_value: { numerator: 100, denominator: "HUNDRED" } },
+    stat_prefix: statPrefix,
+    token_bucket: { max_tokens: burst, tokens_per_fill: perSecond, fill_interval: "1s" },
+    filter_enabled: RATE_LIMIT_ENABLED,
+    filter_enforced: RATE_LIMIT_ENFORCED,
+    local_cluster_rate_limit: {},
+    response_headers_to_add: RATE_LIMITED_ROUTE_HEADERS,
     enable_x_ratelimit_headers: "DRAFT_VERSION_03",
   };
 }
+
+// Parts every route's rate limit shares (written once in rds.yaml).
+const RATE_LIMIT_ENABLED: Json = { runtime_key: "route_rate_limit_enabled", default_value: { numerator: 100, denominator: "HUNDRED" } };
+const RATE_LIMIT_ENFORCED: Json = { runtime_key: "route_rate_limit_enforced", default_value: { numerator: 100, denominator: "HUNDRED" } };
+const RATE_LIMITED_ROUTE_HEADERS: Json[] = [{ header: { key: RATE_LIMITED_ROUTE_HEADER, value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }];
 
 /** JSON access log line per request, to stdout. */
 export function accessLog(): Json[] {

@@ -29,8 +29,8 @@ function edgeSettings(ctx: GatewayContext): Json {
     stream_idle_timeout: envoyDuration(edge.streamIdleTimeout),
     request_timeout: envoyDuration(edge.requestTimeout),
     request_headers_timeout: envoyDuration(edge.requestHeadersTimeout),
-    access_log: accessLog(),
   };
+  if (edge.accessLog === "json") settings.access_log = accessLog();
   if (edge.trustedHops > 0) settings.xff_num_trusted_hops = edge.trustedHops;
   return settings;
 }

@@ -5,7 +5,8 @@
 // more bytes for it.
 import { mergeSecurityHeaders, type SecurityHeaders } from "../config/schema.js";
 import type { RoutedService, RoutingTable } from "../table.js";
-import { metricsAuthenticated, perReplicaLimit, type XdsContext } from "./context.js";
+import { clusterName } from "../names.js";
+import { metricsAuthenticated, type XdsContext } from "./context.js";
 import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 import { envoyDuration } from "./units.js";
 
@@ -32,12 +33,13 @@ export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
  */
 export function productionVirtualHost(ctx: XdsContext, service: RoutedService): Json {
   const domains = [`${service.name}.${ctx.settings.domain}`, ...(ctx.settings.serveAliases ? service.aliases : [])];
-  const route = serviceRoute(ctx, service, { prefix: "/" });
+  const statPrefix = clusterName(service.namespace, service.name);
+  const route = serviceRoute(ctx, service, { prefix: "/" }, statPrefix);
   const routes = [route];
   if (ctx.extAuthz.filter && metricsAuthenticated(ctx.settings, service)) {
-    // The same action (one object, written once): only the match and ext_authz differ.
-    const perReplica = service.rateLimit !== undefined ? perReplicaLimit(service.rateLimit, ctx.settings.replicas) : undefined;
-    routes.unshift({ match: { path_separated_prefix: METRICS_PATH }, route: route.route, typed_per_filter_config: ctx.shared.metricsAuthenticated(perReplica) });
+    // The same name and action (one object, written once): only the match and ext_authz differ.
+    const rateLimit = service.rateLimit !== undefined ? { perSecond: service.rateLimit, statPrefix } : undefined;
+    routes.unshift({ name: route.name, match: { path_separated_prefix: METRICS_PATH }, route: route.route, typed_per_filter_config: ctx.shared.metricsAuthenticated(rateLimit) });
   }
   const host: Json = { name: service.name, domains, routes };
   if (ctx.extAuthz.filter) host.typed_per_filter_config = ctx.shared.extAuthzOff;
@@ -49,7 +51,7 @@ export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService
   const host: Json = {
     name: "dev",
     domains: [ctx.settings.devHost],
-    routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` })),
+    routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS)),
   };
   if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   // Dev/PR services all take the stack's upstream retries and the gateway's security headers.
@@ -74,12 +76,19 @@ function withHostPolicies(ctx: XdsContext, host: Json, retries: RoutedService["r
 }
 
 /**
- * One route: to the service's cluster (or weighted clusters for several
- * versions), Host rewritten to the Service name (so SNI and the certificate
- * check use it) with the original in x-forwarded-host, the request time
- * bounded (unless the service opts out), optional rate limit.
+ * Stat prefix of the dev/PR routes' rate limits: one for all of them (a prefix
+ * per route would add counters for every dev/PR service); the 429 names the route.
  */
-function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Json & { route: Json } {
+export const DEV_RATE_LIMIT_STATS = "dev";
+
+/**
+ * One route, named `<namespace>/<service>`: to the service's cluster (or
+ * weighted clusters for several versions), Host rewritten to the Service name
+ * (so SNI and the certificate check use it) with the original in
+ * x-forwarded-host, the request time bounded (unless the service opts out),
+ * optional rate limit (counted under `rateLimitStats`).
+ */
+function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json, rateLimitStats: string): Json & { name: string; route: Json } {
   const action: Json =
     service.versions.length === 1
       ? { cluster: service.versions[0]!.cluster }
@@ -88,9 +97,7 @@ function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json): Jso
   action.append_x_forwarded_host = true;
   action.timeout = envoyDuration(service.routeTimeout);
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
-  const route: Json & { route: Json } = { match, route: action };
-  if (service.rateLimit !== undefined) {
-    route.typed_per_filter_config = ctx.shared.rateLimited(perReplicaLimit(service.rateLimit, ctx.settings.replicas));
-  }
+  const route: Json & { name: string; route: Json } = { name: service.id, match, route: action };
+  if (service.rateLimit !== undefined) route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, rateLimitStats);
   return route;
 }

@@ -106,25 +106,44 @@ class JsonWriter {
 
   /** `defining`: the value is the anchor's own definition, so it is written out, not aliased. */
   value(v: unknown, defining: boolean, indent: string): string {
+    // Only objects and strings are ever aliased.
+    if (v === null || (typeof v !== "object" && typeof v !== "string")) return JSON.stringify(v);
     if (!defining) {
       const name = this.aliases.names.get(v);
       if (name) return `*${name}`;
     }
-    if (Array.isArray(v)) return `[${v.map((x) => this.value(x, false, indent)).join(",")}]`;
-    if (v !== null && typeof v === "object") {
-      const parts: string[] = [];
-      for (const [k, x] of Object.entries(v)) {
-        if (x === undefined) continue;
-        if (LINE_PER_ELEMENT.has(k) && Array.isArray(x) && x.length > 0) {
-          // Continuation lines of a flow collection only need to be indented past their block.
-          const inner = `${indent} `;
-          parts.push(`${JSON.stringify(k)}:[\n${inner}${x.map((e) => this.value(e, false, inner)).join(`,\n${inner}`)}]`);
-        } else parts.push(`${JSON.stringify(k)}:${this.value(x, false, indent)}`);
-      }
-      return `{${parts.join(",")}}`;
+    if (typeof v === "string") return JSON.stringify(v);
+    if (Array.isArray(v)) {
+      let out = "[";
+      for (let i = 0; i < v.length; i++) out += (i ? "," : "") + this.value(v[i], false, indent);
+      return `${out}]`;
     }
-    return JSON.stringify(v);
+    let out = "{";
+    let first = true;
+    for (const k in v) {
+      const x = (v as Record<string, unknown>)[k];
+      if (x === undefined) continue;
+      out += (first ? "" : ",") + quotedKey(k) + ":";
+      first = false;
+      if (LINE_PER_ELEMENT.has(k) && Array.isArray(x) && x.length > 0) {
+        // Continuation lines of a flow collection only need to be indented past their block.
+        const inner = `${indent} `;
+        out += `[\n${inner}${x.map((e) => this.value(e, false, inner)).join(`,\n${inner}`)}]`;
+      } else out += this.value(x, false, indent);
+    }
+    return `${out}}`;
   }
+}
+
+/** Keys repeat across thousands of resources: each is quoted once. */
+const quotedKeys = new Map<string, string>();
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size < 10_000) quotedKeys.set(k, q);
+  }
+  return q;
 }
 
 /** Readable YAML (block style, no aliases, every string quoted) for the bootstrap and SDS files. */

@@ -106,15 +106,14 @@ function join(path: string, key: string): string {
 export class SharedDecoder {
   /** How many times each object is referenced across the documents. */
   private readonly refs = new Map<object, number>();
-  /** Objects that contain a shared object somewhere below them. */
-  private readonly containsShared = new Set<object>();
+  /** Whether an object contains a shared object somewhere below it, worked out when first asked. */
+  private readonly holdsShared = new Map<object, boolean>();
   private readonly memo = new Map<object, Map<unknown, unknown>>();
   /** Decoded messages that stand for a shared object. */
   readonly shared = new WeakSet<object>();
 
   constructor(documents: readonly unknown[]) {
     for (const doc of documents) this.count(doc);
-    for (const doc of documents) this.markContainers(doc, new Set());
   }
 
   /** Decodes `json` as `typeName`; on any error, falls back to `decode` for a located message. */
@@ -128,6 +127,23 @@ export class SharedDecoder {
     }
   }
 
+  /**
+   * Decodes an xDS resource (one of the documents given) as `typeName`, its
+   * `@type` key (already checked by the caller) left out. The resource itself
+   * is decoded, not a copy without `@type`, so the parts it shares are decoded
+   * once like everywhere else.
+   */
+  decodeResource(typeName: string, resource: Record<string, unknown>): DecodeResult {
+    const desc = envoyApi().registry.getMessage(typeName);
+    if (!desc) return { ok: false, path: "", error: `unknown message type ${typeName}` };
+    try {
+      return { ok: true, message: this.decodeMessage(desc, resource, true) };
+    } catch {
+      const { "@type": _, ...body } = resource;
+      return decode(typeName, body);
+    }
+  }
+
   private count(value: unknown): void {
     if (value === null || typeof value !== "object") return;
     const n = (this.refs.get(value) ?? 0) + 1;
@@ -136,16 +152,20 @@ export class SharedDecoder {
     for (const child of Array.isArray(value) ? value : Object.values(value)) this.count(child);
   }
 
-  private markContainers(value: unknown, done: Set<object>): boolean {
-    if (value === null || typeof value !== "object") return false;
-    if (done.has(value)) return this.containsShared.has(value) || (this.refs.get(value) ?? 0) > 1;
-    done.add(value);
-    let found = false;
-    for (const child of Array.isArray(value) ? value : Object.values(value)) {
-      if (this.markContainers(child, done)) found = true;
+  /** True when a shared object is somewhere below `value` (which must be one of the documents or part of one). */
+  private containsShared(value: object): boolean {
+    let found = this.holdsShared.get(value);
+    if (found === undefined) {
+      found = false;
+      for (const child of Array.isArray(value) ? value : Object.values(value)) {
+        if (child !== null && typeof child === "object" && (this.isShared(child) || this.containsShared(child))) {
+          found = true;
+          break;
+        }
+      }
+      this.holdsShared.set(value, found);
     }
-    if (found) this.containsShared.add(value);
-    return found || (this.refs.get(value) ?? 0) > 1;
+    return found;
   }
 
   private isShared(value: unknown): value is object {
@@ -161,18 +181,24 @@ export class SharedDecoder {
     return made;
   }
 
-  private decodeMessage(desc: DescMessage, json: unknown): Message {
+  /** `resource`: `json` is an xDS resource whose `@type` key is not a field. */
+  private decodeMessage(desc: DescMessage, json: unknown, resource = false): Message {
     const { registry } = envoyApi();
-    if (json === null || typeof json !== "object" || Array.isArray(json) || !this.containsShared.has(json) || isSpecial(desc)) {
+    if (json === null || typeof json !== "object" || Array.isArray(json) || isSpecial(desc) || !this.containsShared(json)) {
+      if (resource && json !== null && typeof json === "object" && !Array.isArray(json)) {
+        const { "@type": _, ...body } = json as Record<string, unknown>;
+        return fromJson(desc, body as JsonValue, { registry });
+      }
       return fromJson(desc, json as JsonValue, { registry });
     }
     const rest: Record<string, unknown> = {};
     const parts: [DescField, object][] = [];
     const byName = fieldsByName(desc);
     for (const [key, value] of Object.entries(json as Record<string, unknown>)) {
+      if (resource && key === "@type") continue;
       const field = byName.get(key);
       if (!field) throw new Error(`unknown field ${key}`);
-      if (value !== null && typeof value === "object" && (this.isShared(value) || this.containsShared.has(value))) parts.push([field, value]);
+      if (value !== null && typeof value === "object" && (this.isShared(value) || this.containsShared(value))) parts.push([field, value]);
       else rest[key] = value;
     }
     const message = fromJson(desc, rest as JsonValue, { registry }) as unknown as Record<string, unknown>;

@@ -28,11 +28,12 @@ export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
     for (const listener of listeners) checkListener(listener, clusterNames, out);
     uniqueListeners(listeners, out);
     watchedPaths(bootstrap, out);
+    localCluster(bootstrap, staticClusters, out);
   }
   for (const rc of view.routeConfigs) checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
   for (const c of [...staticClusters, ...view.clusters]) clusterEndpoints(c, out);
   everyRegexCompiles(view, out);
-  everyRateLimitInterval(view, out);
+  everyLocalRateLimit(view, out);
   return out;
 }
 
@@ -65,6 +66,15 @@ function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
     if (addresses.has(addr)) out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "address", message: `another listener already binds ${addr}` });
     names.add(String(l.name));
     addresses.add(addr);
+  }
+}
+
+/** The local cluster (the gateway's own pods) must be a static cluster of the bootstrap. */
+function localCluster(bootstrap: Json, staticClusters: Json[], out: EnvoyViolation[]): void {
+  const name = (bootstrap.cluster_manager as Json | undefined)?.local_cluster_name;
+  if (name === undefined || name === "") return;
+  if (!staticClusters.some((c) => c.name === name)) {
+    out.push({ where: "envoy.yaml", path: "cluster_manager.local_cluster_name", message: `local cluster ${q(name)} must be defined as one of the bootstrap's static clusters` });
   }
 }
 
@@ -194,28 +204,51 @@ function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
 
 /** Every regular expression compiles as RE2 (Envoy's regex engine). */
 function everyRegexCompiles(docs: GatewayView, out: EnvoyViolation[]): void {
-  const check = (root: unknown, where: string) =>
-    walk(root, "", (node, path) => {
-      if (typeof node.regex !== "string") return;
+  const compiled = new Map<string, string | undefined>();
+  const problem = (regex: string) => {
+    if (!compiled.has(regex)) {
       try {
-        RE2JS.compile(node.regex);
+        RE2JS.compile(regex);
+        compiled.set(regex, undefined);
       } catch (e) {
-        out.push({ where, path: `${path}.regex`, message: `${q(node.regex)} is not an RE2 regular expression: ${(e as Error).message}` });
+        compiled.set(regex, (e as Error).message);
       }
+    }
+    return compiled.get(regex);
+  };
+  const walkRegexes = walker((node) => typeof node.regex === "string");
+  const check = (root: unknown, where: string) =>
+    walkRegexes(root, (node, path) => {
+      const error = problem(node.regex as string);
+      if (error !== undefined) out.push({ where, path: `${path}.regex`, message: `${q(node.regex)} is not an RE2 regular expression: ${error}` });
     });
   if (docs.bootstrap) check(docs.bootstrap, "envoy.yaml");
   docs.clusters.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
   docs.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
 }
 
-/** Envoy refuses a local rate limit token bucket refilled more often than every 50 ms. */
-function everyRateLimitInterval(view: GatewayView, out: EnvoyViolation[]): void {
+/**
+ * Local rate limits as Envoy loads them: a token bucket refilled at most
+ * every 50 ms; a limit shared across the gateway's pods
+ * (local_cluster_rate_limit) needs the bootstrap's local cluster (checked when
+ * the bootstrap is given) and cannot be per downstream connection. Envoy
+ * refuses the whole route configuration otherwise.
+ */
+function everyLocalRateLimit(view: GatewayView, out: EnvoyViolation[]): void {
+  const localCluster = (view.bootstrap?.cluster_manager as Json | undefined)?.local_cluster_name;
+  const walkLimits = walker((node) => typeof node["@type"] === "string" && node["@type"].endsWith("local_ratelimit.v3.LocalRateLimit"));
   const check = (root: unknown, where: string) =>
-    walk(root, "", (node, path) => {
-      if (!String(node["@type"] ?? "").endsWith("local_ratelimit.v3.LocalRateLimit")) return;
+    walkLimits(root, (node, path) => {
       const interval = (node.token_bucket as Json | undefined)?.fill_interval;
       if (interval !== undefined && durationMs(String(interval)) < 50) {
         out.push({ where, path: `${path}.token_bucket.fill_interval`, message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows` });
+      }
+      if (node.local_cluster_rate_limit === undefined || node.local_cluster_rate_limit === null) return;
+      if (node.local_rate_limit_per_downstream_connection === true) {
+        out.push({ where, path: `${path}.local_rate_limit_per_downstream_connection`, message: "cannot be true together with local_cluster_rate_limit: a per-connection bucket is never shared across the gateway's pods" });
+      }
+      if (view.bootstrap && (localCluster === undefined || localCluster === "")) {
+        out.push({ where, path: `${path}.local_cluster_rate_limit`, message: "shares the limit across the gateway's pods, which needs the bootstrap's local cluster (cluster_manager.local_cluster_name); Envoy would refuse every route" });
       }
     });
   if (view.bootstrap) check(view.bootstrap, "envoy.yaml");
@@ -225,6 +258,37 @@ function everyRateLimitInterval(view: GatewayView, out: EnvoyViolation[]): void 
 function durationMs(d: string): number {
   const m = /^(\d+(?:\.\d+)?)s$/.exec(d);
   return m ? Number(m[1]) * 1000 : Number.NaN;
+}
+
+/**
+ * A walk that visits, with its path, every object of a JSON tree for which
+ * `hit` holds, at each place it appears (objects shared by reference too),
+ * and does not descend into what holds no hit: whether an object does is
+ * worked out once per walker, so a part shared by thousands of clusters or
+ * routes is looked into once. A walker is for documents that do not change
+ * while it is used.
+ */
+function walker(hit: (node: Json) => boolean): (root: unknown, visit: (node: Json, path: string) => void) => void {
+  const holds = new WeakMap<object, boolean>();
+  const holdsHit = (v: object): boolean => {
+    let h = holds.get(v);
+    if (h === undefined) {
+      h = !Array.isArray(v) && hit(v as Json);
+      for (const c of Array.isArray(v) ? v : Object.values(v)) if (c && typeof c === "object" && holdsHit(c)) h = true;
+      holds.set(v, h);
+    }
+    return h;
+  };
+  const go = (v: unknown, path: string, visit: (node: Json, path: string) => void): void => {
+    if (!v || typeof v !== "object" || !holdsHit(v)) return;
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => go(x, `${path}[${i}]`, visit));
+      return;
+    }
+    if (hit(v as Json)) visit(v as Json, path);
+    for (const [k, x] of Object.entries(v)) if (x && typeof x === "object") go(x, path ? `${path}.${k}` : k, visit);
+  };
+  return (root, visit) => go(root, "", visit);
 }
 
 /** Visits every object in a JSON tree with its path (objects shared by reference are visited at each place). */

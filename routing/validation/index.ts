@@ -4,7 +4,7 @@
 import type { Problem } from "../config/errors.js";
 import type { GatewayDocuments, XdsDocuments } from "../envoy/gateway.js";
 import type { Json } from "../envoy/types.js";
-import { decode, SharedDecoder, typeNameOf } from "./decode.js";
+import { decode, SharedDecoder, typeNameOf, type DecodeResult } from "./decode.js";
 import { envoyApi } from "./descriptors.js";
 import { envoyRuleViolations } from "./envoy-rules.js";
 import { checkRules } from "./rules.js";
@@ -95,14 +95,21 @@ export function checkXdsFile(doc: Json, typeName: string, where: string, problem
       problems.push({ key: label, message: `@type: must be type.googleapis.com/${typeName}`, value: resource?.["@type"] });
       return;
     }
-    const { "@type": _, ...body } = resource;
-    checkMessage(typeName, body, label, problems, decoder);
+    if (decoder) {
+      checkDecoded(typeName, decoder.decodeResource(typeName, resource), label, problems, decoder);
+    } else {
+      const { "@type": _, ...body } = resource;
+      checkMessage(typeName, body, label, problems);
+    }
   });
 }
 
 /** Decodes one message and checks its rules; problems name `where` and the field path. */
 export function checkMessage(typeName: string, json: unknown, where: string, problems: Problem[], decoder?: SharedDecoder): void {
-  const decoded = decoder ? decoder.decode(typeName, json) : decode(typeName, json);
+  checkDecoded(typeName, decoder ? decoder.decode(typeName, json) : decode(typeName, json), where, problems, decoder);
+}
+
+function checkDecoded(typeName: string, decoded: DecodeResult, where: string, problems: Problem[], decoder?: SharedDecoder): void {
   if (!decoded.ok) {
     problems.push({ key: where, message: `${decoded.path ? `${decoded.path}: ` : ""}${decoded.error}` });
     return;

@@ -29,9 +29,21 @@ export interface RuleViolation {
  */
 export function checkRules(desc: DescMessage, message: Message, shared?: WeakSet<object>): RuleViolation[] {
   const out: RuleViolation[] = [];
-  const walk: Walk = { shared, memo: new WeakMap() };
-  walkMessage(walk, desc, message as unknown as Fields, [], out);
+  walkMessage(walkOf(shared), desc, message as unknown as Fields, [], out);
   return out;
+}
+
+/**
+ * One walk state per set of shared messages (one SharedDecoder: one gateway's
+ * documents), so a message shared by every cluster or route is checked once
+ * for all the documents, not once per document.
+ */
+const walks = new WeakMap<WeakSet<object>, Walk>();
+function walkOf(shared: WeakSet<object> | undefined): Walk {
+  if (!shared) return { shared, memo: new WeakMap() };
+  let walk = walks.get(shared);
+  if (!walk) walks.set(shared, (walk = { shared, memo: new WeakMap() }));
+  return walk;
 }
 
 /** What compiling every message of Envoy's API yields (see compileEveryRule). */

@@ -1,64 +1,154 @@
-// Per-route local rate limit on the real Envoy: a service's requests/s are
-// shared out across the gateway replicas (batch-driver: 30/s over 3 replicas
-// = 10/s per Envoy); over that, 429, while other routes keep serving.
+// Per-route local rate limits on the real Envoy. A service's limit is
+// requests/s for the whole service: every gateway pod counts the pods of its
+// gateway (the bootstrap's local cluster, the headless Service <gateway>-pods,
+// here dnsmasq answering with the address of every running Envoy) and refills
+// its bucket with its share, so the admitted total stays at the limit as the
+// gateway scales out and in. A 429 names the route that limited it, and the
+// route's counters (a stat prefix per production service) count it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readStackFile } from "../../routing/config/load.js";
 import { GatewayHarness } from "../harness/gateway.js";
-import { keepAliveAgent } from "../harness/client.js";
+import { httpsGet, keepAliveAgent, type Endpoint } from "../harness/client.js";
 import { sleep } from "../harness/processes.js";
-import { e2eHarnessOptions } from "../harness/stack.js";
+import { e2eHarnessOptions, e2eStackConfig } from "../harness/stack.js";
+import { join } from "node:path";
+import { repoRoot } from "../support/components.js";
+import type { Agent } from "node:https";
 
+/**
+ * The e2e stack with one gateway replica as the autoscaler's minimum (so a
+ * bucket holds the whole limit and any number of pods shares it exactly) and
+ * dev routes limited to 20/s (small enough to exceed from one test process).
+ */
+function scalingConfig() {
+  const raw = readStackFile(join(repoRoot, "Pulumi.prod.yaml")) as { gateways: Record<string, Record<string, unknown>> };
+  const gateways = structuredClone(raw.gateways);
+  gateways.gateway!.replicas = 1;
+  return e2eStackConfig({ gateways, devNamespaces: { rateLimit: 20 } });
+}
+
+const LIMITED_HOST = "batch-driver.hail.is";
 let h: GatewayHarness;
 
 beforeAll(async () => {
-  h = await GatewayHarness.start(e2eHarnessOptions());
+  h = await GatewayHarness.start({ ...e2eHarnessOptions(), config: scalingConfig(), concurrency: 1 });
 });
 
 afterAll(async () => {
   await h?.stop();
 });
 
-/** Sends `count` requests at once; returns the statuses and how long the burst took. */
-async function burst(host: string, path: string, count: number): Promise<{ statuses: number[]; seconds: number; limitHeader: string | undefined }> {
-  const agent = keepAliveAgent(h.https, count);
-  // Open the connections first, so the burst itself is only requests.
-  await Promise.all(Array.from({ length: count }, () => h.get("www.hail.is", "/warm", { agent })));
-  const start = process.hrtime.bigint();
-  const responses = await Promise.all(Array.from({ length: count }, () => h.get(host, path, { agent })));
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  agent.destroy();
-  return { statuses: responses.map((r) => r.status), seconds, limitHeader: responses.find((r) => r.status === 429)?.headers["x-ratelimit-limit"] as string | undefined };
+const limit = () => h.config.services.find((s) => s.name === "batch-driver")!.rateLimit!;
+
+/** Sends `count` requests at once to one gateway pod; returns the responses' statuses and headers. */
+async function burst(endpoint: Endpoint, host: string, path: string, count: number) {
+  const agent = keepAliveAgent(endpoint, count);
+  try {
+    // Open the connections first, so the burst itself is only requests.
+    await Promise.all(Array.from({ length: count }, () => httpsGet(endpoint, { host: "www.hail.is", path: "/warm", agent, localAddress: h.clientAddress })));
+    return await Promise.all(Array.from({ length: count }, () => httpsGet(endpoint, { host, path, agent, localAddress: h.clientAddress })));
+  } finally {
+    agent.destroy();
+  }
 }
 
-describe("per-route rate limit", () => {
-  const service = () => h.config.services.find((s) => s.name === "batch-driver")!;
-  const perEnvoy = () => Math.ceil(service().rateLimit! / h.config.gateways.gateway.replicas);
+/**
+ * Offers `perSecond` requests/s to `host`, spread evenly over `endpoints` (as
+ * the gateway Service spreads clients over its pods), for `warmupSeconds` (the
+ * buckets empty) and then `seconds`; returns the 200s per second of the
+ * requests sent in the measured part. Bounded in count and time.
+ */
+async function admittedRate(endpoints: Endpoint[], host: string, perSecond: number, warmupSeconds: number, seconds: number): Promise<{ rate: number; statuses: Set<number> }> {
+  const agents: Agent[] = endpoints.map((e) => keepAliveAgent(e, 32));
+  const total = Math.round(perSecond * (warmupSeconds + seconds));
+  const start = performance.now();
+  const measuredFrom = start + warmupSeconds * 1000;
+  const pending: Promise<void>[] = [];
+  const statuses = new Set<number>();
+  let admitted = 0;
+  try {
+    for (let i = 0; i < total; i++) {
+      const due = start + (i * 1000) / perSecond;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const measured = due >= measuredFrom;
+      const k = i % endpoints.length;
+      pending.push(
+        httpsGet(endpoints[k]!, { host, path: "/", agent: agents[k], localAddress: h.clientAddress, timeoutMs: 5_000 }).then(
+          (r) => {
+            statuses.add(r.status);
+            if (measured && r.status === 200) admitted++;
+          },
+          () => {
+            statuses.add(0);
+          },
+        ),
+      );
+    }
+    await Promise.all(pending);
+  } finally {
+    for (const a of agents) a.destroy();
+  }
+  return { rate: admitted / seconds, statuses };
+}
 
-  it("answers 429 to the requests over the limit within a second, and serves the others", async () => {
-    expect(perEnvoy()).toBe(10);
-    await sleep(1_500); // the bucket is full again
-    const { statuses, seconds, limitHeader } = await burst("batch-driver.hail.is", "/", 3 * perEnvoy());
-    const ok = statuses.filter((s) => s === 200).length;
-    const limited = statuses.filter((s) => s === 429).length;
-    expect(ok + limited, `only 200 and 429 expected: ${statuses.join(",")}`).toBe(statuses.length);
-    // A full bucket serves `perEnvoy` at once; during the burst it refills at perEnvoy/s.
-    expect(ok).toBeGreaterThanOrEqual(perEnvoy());
-    expect(ok).toBeLessThanOrEqual(perEnvoy() + Math.ceil(perEnvoy() * seconds));
-    expect(limited).toBeGreaterThan(0);
-    expect(limitHeader).toBe(String(perEnvoy()));
+describe("rate limits shared across the gateway's pods", () => {
+  // Whole divisors of the limit (30/s): each pod's share is exact.
+  for (const pods of [1, 3, 6, 2]) {
+    it(`admits the service's limit in all with ${pods} gateway pod(s), not ${pods} times it`, async () => {
+      await h.scaleGateway(pods);
+      const offered = 4 * limit();
+      const { rate, statuses } = await admittedRate(h.gatewayEndpoints, LIMITED_HOST, offered, 1.5, 6);
+      expect([...statuses].sort(), "only 200 and 429 expected").toEqual([200, 429]);
+      // Measured over 6 s against 1-s refills at each pod's own phase: within one refill either way.
+      expect(rate, `admitted ${rate.toFixed(1)} requests/s with ${pods} pods for a limit of ${limit()}/s`).toBeGreaterThanOrEqual(limit() * (5 / 6) - 1);
+      expect(rate).toBeLessThanOrEqual(limit() * (7 / 6) + 1);
+      for (const envoy of h.gatewayEnvoys) expect(await envoy.stat("cluster.gateway-pods.membership_total")).toBe(pods);
+    });
+  }
+});
+
+describe("a 429 says which route limited it", () => {
+  it("names the production route in x-ratelimit-route and counts it under the service's stat prefix", async () => {
+    await h.scaleGateway(1);
+    await sleep(1_200); // a full bucket again
+    const before = await h.envoy.stat("default_batch-driver.http_local_rate_limit.rate_limited");
+    const responses = await burst(h.https, LIMITED_HOST, "/", 2 * limit());
+    const limited = responses.filter((r) => r.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(responses.every((r) => r.status === 200 || r.status === 429)).toBe(true);
+    for (const r of limited) expect(r.headers["x-ratelimit-route"]).toBe("default/batch-driver");
+    expect(limited[0]!.headers["x-ratelimit-limit"]).toBe(String(limit()));
+    // The 200s carry no such header.
+    expect(responses.find((r) => r.status === 200)!.headers["x-ratelimit-route"]).toBeUndefined();
+    const after = await h.envoy.stat("default_batch-driver.http_local_rate_limit.rate_limited");
+    expect(after - before).toBe(limited.length);
+    // Tagged by service in Prometheus.
+    const metrics = await h.envoy.admin("/stats/prometheus");
+    expect(metrics).toMatch(new RegExp(`envoy_http_local_rate_limit_rate_limited\\{envoy_local_http_ratelimit_prefix="default_batch-driver"\\} ${after}\\b`));
   });
 
-  it("limits each route on its own", async () => {
-    await sleep(1_500);
-    const { statuses } = await burst("batch-driver.hail.is", "/", 3 * perEnvoy());
-    expect(statuses).toContain(429);
-    // Right after, other routes still serve: www has no limit, batch has its own 200/s.
+  it("names the dev/PR route, counted with the other dev routes", async () => {
+    await sleep(1_200);
+    const before = await h.envoy.stat("dev.http_local_rate_limit.rate_limited");
+    const responses = await burst(h.https, h.devHost, "/pr-1234/batch/x", 40);
+    const limited = responses.filter((r) => r.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    for (const r of limited) expect(r.headers["x-ratelimit-route"]).toBe("pr-1234/batch");
+    expect((await h.envoy.stat("dev.http_local_rate_limit.rate_limited")) - before).toBe(limited.length);
+  });
+
+  it("limits each route on its own: others keep serving while one is limited", async () => {
+    await sleep(1_200);
+    const responses = await burst(h.https, LIMITED_HOST, "/", 2 * limit());
+    expect(responses.map((r) => r.status)).toContain(429);
     const others = await Promise.all(["www.hail.is", "batch.hail.is"].map((host) => h.get(host, "/")));
     expect(others.map((r) => r.status)).toEqual([200, 200]);
   });
 
   it("serves again once the second is over", async () => {
-    await sleep(1_500);
-    const { statuses } = await burst("batch-driver.hail.is", "/", perEnvoy());
-    expect(statuses).toEqual(Array(perEnvoy()).fill(200));
+    await sleep(1_200);
+    const responses = await burst(h.https, LIMITED_HOST, "/", limit());
+    expect(responses.map((r) => r.status)).toEqual(Array(limit()).fill(200));
   });
 });

@@ -153,13 +153,24 @@ describe("what Envoy refuses, the validator refuses, naming the same field", () 
 
   it("starts an Envoy for each broken bootstrap: each verdict as the corpus states", async () => {
     expect(bootstrapCases.map((c) => c.broken.name).sort()).toEqual(
-      ["ext_authz pointing at a missing cluster", "node without an id", "router not the last HTTP filter", "two listeners on one port", "xDS file outside its watched directory"].sort(),
+      [
+        "ext_authz pointing at a missing cluster",
+        "node without an id",
+        "router not the last HTTP filter",
+        "two listeners on one port",
+        "xDS file outside its watched directory",
+        "local cluster not among the static clusters",
+        "rate limits shared across the gateway's pods without a local cluster",
+      ].sort(),
     );
     await eachLimited(bootstrapCases, 3, async (c) => {
       let refused = false;
       let reasons: string[] = [];
       try {
+        // Envoy may come up and still refuse the routes or clusters the bootstrap cannot serve.
         const envoy = await check.start(c.files);
+        reasons = await envoy.startupRejections();
+        refused = reasons.length > 0;
         await envoy.envoy.stop();
       } catch (e) {
         if (!(e instanceof EnvoyRejected)) throw e;

@@ -34,6 +34,8 @@ export class ClusterDns {
     readonly ttlSeconds = 1,
     /** Log every query (see `queries`). */
     private readonly logQueries = false,
+    /** Answer every name under the cluster domain with this address (one pod per Service), instead of NXDOMAIN for names without records. */
+    private readonly answerEvery?: string,
   ) {
     this.hostsPath = join(dir, "dns-hosts");
   }
@@ -56,7 +58,7 @@ export class ClusterDns {
         `--port=${this.port}`,
         `--local-ttl=${this.ttlSeconds}`,
         `--neg-ttl=${this.ttlSeconds}`,
-        `--local=/${this.clusterDomain}/`,
+        this.answerEvery ? `--address=/${this.clusterDomain}/${this.answerEvery}` : `--local=/${this.clusterDomain}/`,
         "--cache-size=0",
         "--user=root",
         "--pid-file=",

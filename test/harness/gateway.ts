@@ -11,13 +11,13 @@
 // and the DNS resolver remapped through RenderOptions), dnsmasq, openssl
 // certificates. The pods, the ext_authz service and the ACME solver are small
 // Node servers on their own 127.X.Y.Z addresses.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { GatewayName, StackConfig } from "../../routing/config/schema.js";
 import { extAuthzUse, type RenderOptions } from "../../routing/envoy/context.js";
 import type { EnvoyPaths, ListenerPorts } from "../../routing/envoy/types.js";
-import { serviceHost, UPSTREAM_PORT } from "../../routing/names.js";
+import { gatewayPodsService, serviceHost, UPSTREAM_PORT } from "../../routing/names.js";
 import { renderGateway, type GatewayFiles } from "../../routing/render.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../../routing/table.js";
 import { TestPki, type Authority, type KeyPair } from "./certificates.js";
@@ -27,6 +27,11 @@ import { ClusterDns } from "./dns.js";
 import { EnvoyProcess } from "./envoy.js";
 import { Pod, type PodRequest } from "./pods.js";
 import { freeLoopbackSubnet, freeTcpPort } from "./ports.js";
+import { waitFor } from "./processes.js";
+
+/** Addresses of the gateway's other pods (scaleGateway): 127.X.Y.200 and up; upstream pods stay below. */
+const FIRST_PEER_ADDRESS = 200;
+const LAST_POD_ADDRESS = FIRST_PEER_ADDRESS - 1;
 
 /** What a Service's pods present to Envoy. */
 export type PodCertificate = "valid" | "untrusted-ca" | "wrong-name";
@@ -49,6 +54,14 @@ export interface GatewayHarnessOptions {
   keepWorkDir?: boolean;
   /** Envoy log level (default info). */
   logLevel?: string;
+}
+
+/** Another pod of the same gateway (scaleGateway): its own Envoy, address and admin port; the same files otherwise. */
+export interface GatewayPeer {
+  address: string;
+  envoy: EnvoyProcess;
+  /** Its TLS listener (the same port as the first pod's, on its own address). */
+  https: Endpoint;
 }
 
 /** The pods behind one headless Service. */
@@ -96,6 +109,10 @@ export class GatewayHarness {
   authMode: AuthMode = "allow";
   /** Check requests the ext_authz service saw, oldest first. */
   readonly authChecks: AuthCheck[] = [];
+  /** The gateway's pods after the first (`envoy`), started by scaleGateway. */
+  readonly peers: GatewayPeer[] = [];
+  /** Envoys with a variant of the bootstrap (startVariantEnvoy). */
+  private readonly variants: GatewayPeer[] = [];
   private nextAddress = 10;
   private readonly volumes: Record<keyof EnvoyPaths, ConfigMapVolume>;
 
@@ -152,6 +169,8 @@ export class GatewayHarness {
 
     this.table = buildRoutingTable(config, this.options.devNamespaces ?? {});
     await this.ensurePods(this.table);
+    // The headless Service of the gateway's own pods: this one, until scaleGateway adds more.
+    await this.dns.setRecords({ [this.gatewayPodsHost]: [this.address] });
     this.files = this.render(this.table);
     this.volumes.bootstrapDir.write(this.files.bootstrap);
     this.volumes.xdsDir.write(this.files.xds);
@@ -248,7 +267,7 @@ export class GatewayHarness {
   }
 
   private allocateAddress(): string {
-    if (this.nextAddress > 254) throw new Error(`no loopback address left in ${this.subnet}.0/24`);
+    if (this.nextAddress > LAST_POD_ADDRESS) throw new Error(`no loopback address left for pods in ${this.subnet}.0/24`);
     return `${this.subnet}.${this.nextAddress++}`;
   }
 
@@ -289,6 +308,76 @@ export class GatewayHarness {
   /** Every pod, published or not, for counters. */
   allPods(): Pod[] {
     return [...this.groups.values()].flatMap((g) => g.pods);
+  }
+
+  // ---- the gateway's own pods -------------------------------------------------
+
+  /** DNS name of the headless Service of the gateway's pods (the bootstrap's local cluster). */
+  get gatewayPodsHost(): string {
+    return serviceHost(gatewayPodsService(this.gateway), this.config.namespace, this.config.clusterDomain);
+  }
+
+  /** Every running pod of the gateway: the first one, then the peers. */
+  get gatewayEnvoys(): EnvoyProcess[] {
+    return [this.envoy, ...this.peers.map((p) => p.envoy)];
+  }
+
+  /** The TLS listener of every running pod of the gateway, first one first. */
+  get gatewayEndpoints(): Endpoint[] {
+    return [this.https, ...this.peers.map((p) => p.https)];
+  }
+
+  /**
+   * Runs `count` pods of this gateway, as the autoscaler would: starts or
+   * stops peers (each an Envoy on its own address, with this gateway's files),
+   * publishes them all in the headless Service's DNS, and waits until every
+   * Envoy counts `count` hosts in its local cluster.
+   */
+  async scaleGateway(count: number): Promise<void> {
+    if (!Number.isInteger(count) || count < 1 || count > 50) throw new Error(`scaleGateway: count must be 1..50 (got ${count})`);
+    while (this.peers.length > count - 1) await this.peers.pop()!.envoy.stop();
+    while (this.peers.length < count - 1) this.peers.push(await this.startPeer(this.peers.length));
+    await this.dns.setRecords({ [this.gatewayPodsHost]: [this.address, ...this.peers.map((p) => p.address)] });
+    for (const envoy of this.gatewayEnvoys) {
+      await waitFor(`Envoy ${envoy.adminUrl} to count ${count} gateway pods`, 30_000, async () => (await envoy.stat("cluster.gateway-pods.membership_total")) === count, 100);
+    }
+  }
+
+  private async startPeer(index: number): Promise<GatewayPeer> {
+    return this.startEnvoyAt(`${this.subnet}.${FIRST_PEER_ADDRESS + index}`, this.config, `gateway-pod-${index + 1}`);
+  }
+
+  /**
+   * Another Envoy running this gateway's files rendered from `config` (a
+   * variant of the harness's stack config that changes only the bootstrap,
+   * such as the access log), on `address` of this harness's /24 with the same
+   * listener ports and its own admin port; not published in DNS. For
+   * benchmarks comparing bootstrap settings on the same pods.
+   */
+  async startVariantEnvoy(config: StackConfig, address: string, name: string): Promise<GatewayPeer> {
+    const xds = renderGateway(config, this.table, this.gateway, this.renderOptions()).xds;
+    if (JSON.stringify(xds) !== JSON.stringify(this.files.xds)) throw new Error(`startVariantEnvoy(${name}): the config changes cds.yaml/rds.yaml, not only the bootstrap`);
+    const peer = await this.startEnvoyAt(address, config, name);
+    this.variants.push(peer);
+    return peer;
+  }
+
+  private async startEnvoyAt(address: string, config: StackConfig, name: string): Promise<GatewayPeer> {
+    const ports = { ...this.ports, admin: await freeTcpPort("127.0.0.1") };
+    // The same files as the first pod (the SDS files and the xDS directory are shared), listening on its own address.
+    const files = renderGateway(config, this.table, this.gateway, { ...this.renderOptions(), listenAddress: address, ports });
+    const dir = join(this.workDir, name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "envoy.yaml"), files.bootstrap["envoy.yaml"]!);
+    const envoy = new EnvoyProcess({
+      bootstrapPath: join(dir, "envoy.yaml"),
+      adminUrl: `http://127.0.0.1:${ports.admin}`,
+      concurrency: this.options.concurrency ?? 2,
+      logDir: dir,
+      logLevel: this.options.logLevel,
+    });
+    await envoy.start();
+    return { address, envoy, https: { address, port: this.ports.https, ca: this.ca.cert } };
   }
 
   // ---- ext_authz -----------------------------------------------------------
@@ -409,6 +498,7 @@ export class GatewayHarness {
       }
     };
     await attempt(() => this.envoy?.stop());
+    for (const peer of [...this.peers, ...this.variants]) await attempt(() => peer.envoy.stop());
     for (const pod of this.allPods()) await attempt(() => pod.stop());
     await attempt(() => this.dns?.stop());
     const keep = this.options.keepWorkDir ?? process.env.EG_HARNESS_KEEP === "1";

@@ -5,7 +5,8 @@
 // directory holding test certificates), the listener and admin addresses (free
 // ports on 127.0.0.1; listeners that shared an address still share one), and
 // the DNS servers of the resolver (a dnsmasq that answers NXDOMAIN for every
-// Service name, so DNS clusters warm at once with no hosts). Envoy runs in
+// Service name, so DNS clusters warm at once with no hosts, or with one address
+// for every name). Envoy runs in
 // serve mode with --reject-unknown-dynamic-fields: `--mode validate` does not
 // load file-based CDS or RDS.
 //
@@ -54,14 +55,18 @@ export class LoadCheck {
     private readonly certificates: Record<string, Record<string, string>>,
   ) {}
 
-  /** `logQueries`: the DNS server logs every query it gets (ClusterDns.queries). */
-  static async create(clusterDomain: string, logQueries = false): Promise<LoadCheck> {
+  /**
+   * `logQueries`: the DNS server logs every query it gets (ClusterDns.queries).
+   * `answerEvery`: it answers every Service name with this address (each
+   * cluster gets one host, as a Service with one pod) instead of NXDOMAIN.
+   */
+  static async create(clusterDomain: string, logQueries = false, answerEvery?: string): Promise<LoadCheck> {
     const workDir = mkdtempSync(join(tmpdir(), "eg-envoy-load-"));
     const pki = new TestPki(join(workDir, "pki"));
     const ca = pki.authority("envoy-gateways load-check CA");
     const server = pki.leaf(ca, "gateway-server", ["example.org"]);
     const client = pki.leaf(ca, "gateway-upstream-client", ["gateway.default.svc.cluster.local"]);
-    const dns = new ClusterDns(workDir, clusterDomain, 1, logQueries);
+    const dns = new ClusterDns(workDir, clusterDomain, 1, logQueries, answerEvery);
     await dns.start();
     const relative = (dir: string) => dir.slice(POD_ROOT.length);
     const certificates: Record<string, Record<string, string>> = {
@@ -77,7 +82,7 @@ export class LoadCheck {
    * LIVE (everything loaded); throws EnvoyRejected when Envoy exits instead.
    * `env`: extra environment of the Envoy process.
    */
-  async start(files: Record<string, string>, env?: Record<string, string>): Promise<LoadedEnvoy> {
+  async start(files: Record<string, string>, env?: Record<string, string>, concurrency = 1): Promise<LoadedEnvoy> {
     const root = join(this.workDir, `envoy-${this.next++}`);
     const etc = join(root, "etc/envoy/");
     for (const [dir, certs] of Object.entries(this.certificates)) new ConfigMapVolume(join(etc, dir)).write(certs);
@@ -95,7 +100,7 @@ export class LoadCheck {
     const envoy = new EnvoyProcess({
       bootstrapPath: join(bootstrapDir, BOOTSTRAP_FILE),
       adminUrl: `http://127.0.0.1:${adminPort}`,
-      concurrency: 1,
+      concurrency,
       logDir: root,
       env,
     });
@@ -151,6 +156,23 @@ export class LoadedEnvoy {
   /** Counters and gauges, by name. */
   stats(filter?: string): Promise<Map<string, number>> {
     return this.envoy.stats(filter);
+  }
+
+  /**
+   * What Envoy refused while it started although it came up: the first
+   * cds.yaml or rds.yaml it rejected (such as routes whose filter config needs
+   * something the bootstrap lacks), as the reasons it logged; empty when it
+   * took everything.
+   */
+  async startupRejections(): Promise<string[]> {
+    const stats = await this.envoy.stats("(cluster_manager\\.cds|http\\.https\\.rds\\.https)\\.update_rejected");
+    if (![...stats.values()].some((n) => n > 0)) return [];
+    let reasons: string[] = [];
+    await waitFor("Envoy to log why it refused a file at start-up", 5_000, () => {
+      reasons = rejections(this.envoy.log());
+      return reasons.length > 0;
+    }, 50);
+    return reasons;
   }
 
   /** /config_dump, parsed. */

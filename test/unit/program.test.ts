@@ -136,6 +136,21 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
     if (s.type === "LoadBalancer") expect(s.externalTrafficPolicy).toBe("Local");
   });
 
+  it("declares the headless Service of each gateway's pods, the name its Envoys resolve to count them", () => {
+    for (const gateway of ["gateway", "internal-gateway"]) {
+      const s = named(resources, "core/v1:Service", `${gateway}-pods`).inputs;
+      expect(s.metadata.namespace).toBe(config.namespace);
+      expect(s.spec).toEqual({
+        clusterIP: "None",
+        selector: named(resources, "apps/v1:Deployment", gateway).inputs.spec.selector.matchLabels,
+        publishNotReadyAddresses: false,
+        ports: [{ name: "https", port: 443, targetPort: "https", protocol: "TCP" }],
+      });
+      const bootstrap = of(resources, "core/v1:ConfigMap").find((c) => (c.inputs.metadata.name as string).startsWith(`${gateway}-bootstrap-`))!.inputs.data["envoy.yaml"] as string;
+      expect(bootstrap).toContain(`address: "${gateway}-pods.${config.namespace}.svc.${config.clusterDomain}"`);
+    }
+  });
+
   it("passes every policy of the pack (a gateway Service is an entry point; every routed Service is headless)", () => {
     const objs: Obj[] = resources.filter((r) => r.type.startsWith("kubernetes:")).map((r) => ({ type: r.type, name: r.name, props: r.inputs }));
     for (const policy of policies) {

@@ -64,14 +64,30 @@ describe("routes", () => {
     }
   });
 
-  it("limits each production route to its rate limit divided by the gateway replicas (rounded up)", () => {
-    const limit = (name: string) => get(mainRoute(name), "typed_per_filter_config") as Json;
-    const bucket = (name: string) => get(limit(name)["envoy.filters.http.local_ratelimit"], "token_bucket");
-    // prod: batch-driver 30 req/s over 3 replicas, www 600 over 3.
-    expect(bucket("batch-driver")).toEqual({ max_tokens: 10, tokens_per_fill: 10, fill_interval: "1s" });
-    expect(bucket("www")).toEqual({ max_tokens: 200, tokens_per_fill: 200, fill_interval: "1s" });
-    const devBucket = get(((host("dev").routes as Json[])[0]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"], "token_bucket");
-    expect(devBucket).toEqual({ max_tokens: 67, tokens_per_fill: 67, fill_interval: "1s" }); // 200 / 3 replicas
+  it("limits each route to the service's rate limit shared across the gateway's pods, a pod's bucket holding its share at the minimum replicas", () => {
+    const limit = (route: Json) => (route.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
+    const prod = (name: string) => limit(mainRoute(name));
+    // prod: batch-driver 30 req/s, www 600, gateway replicas 3 (the autoscaler's minimum).
+    expect(prod("batch-driver").token_bucket).toEqual({ max_tokens: 10, tokens_per_fill: 30, fill_interval: "1s" });
+    expect(prod("www").token_bucket).toEqual({ max_tokens: 200, tokens_per_fill: 600, fill_interval: "1s" });
+    for (const name of ["batch-driver", "www"]) {
+      // Envoy refills each pod's bucket with tokens_per_fill divided by the hosts of the local cluster (the gateway's pods).
+      expect(prod(name).local_cluster_rate_limit).toEqual({});
+      expect(prod(name).stat_prefix).toBe(`default_${name}`);
+    }
+    const dev = (host("dev").routes as Json[]).map(limit);
+    expect(dev[0]!.token_bucket).toEqual({ max_tokens: 67, tokens_per_fill: 200, fill_interval: "1s" }); // 200 over at least 3 pods
+    // One config for every dev route: one set of counters, written once.
+    expect(new Set(dev).size).toBe(1);
+    expect(dev[0]!.stat_prefix).toBe("dev");
+  });
+
+  it("names every route <namespace>/<service>, and a 429 names the route in x-ratelimit-route", () => {
+    // batch's /metrics route (authenticated on this gateway) and its main route: the same service, one name.
+    expect((host("batch").routes as Json[]).map((r) => r.name)).toEqual(["default/batch", "default/batch"]);
+    expect((host("dev").routes as Json[]).map((r) => r.name)).toEqual(["pr-7/batch", "pr-7/batch-driver", "pr-9/web"]);
+    const limit = ((host("batch").routes as Json[])[0]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
+    expect(limit.response_headers_to_add).toEqual([{ header: { key: "x-ratelimit-route", value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }]);
   });
 
   it("gives websocket services a longer idle timeout", () => {
@@ -125,7 +141,7 @@ describe("clusters", () => {
     const clusters = gateway!.documents.cds.resources as Json[];
     const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
     const dnsStatics = statics.filter((c) => c.name !== "envoy-admin");
-    expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver"]);
+    expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver", "gateway-pods"]);
     for (const c of [...clusters.slice(1), ...dnsStatics]) expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
     const cds = gateway!.xds["cds.yaml"]!;
     expect(cds.match(/DnsCluster/g)).toHaveLength(1);
@@ -150,6 +166,7 @@ describe("clusters", () => {
       ["ext-authz", 32768],
       ["acme-solver", 32768],
       ["envoy-admin", 32768],
+      ["gateway-pods", 32768],
     ]);
   });
 
@@ -186,6 +203,49 @@ describe("bootstrap", () => {
     expect(get(bootstrap, "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({ path: "/etc/envoy/xds/rds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(bootstrap.node).toEqual({ id: "gateway", cluster: "gateway" });
+  });
+
+  it("counts the gateway's own pods in its local cluster: strict DNS on the headless Service <gateway>-pods", () => {
+    expect(bootstrap.cluster_manager).toEqual({ local_cluster_name: "gateway-pods" });
+    const pods = ((bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
+    expect(get(pods, "cluster_type.typed_config.respect_dns_ttl")).toBe(true);
+    expect(get(pods, "load_assignment.endpoints")).toEqual([
+      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "gateway-pods.default.svc.cluster.local", port_value: 8443 } } } }] },
+    ]);
+    // Nothing is ever sent to it: no TLS, no route names it.
+    expect(pods.transport_socket).toBeUndefined();
+    const internalPods = ((internal!.documents.bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
+    expect(get(internalPods, "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address")).toBe("internal-gateway-pods.default.svc.cluster.local");
+  });
+
+  it("keeps every stat but those of dev/PR clusters beyond what dashboards use, and defers cluster traffic stats", () => {
+    expect(bootstrap.deferred_stat_options).toEqual({ enable_deferred_creation_stats: true });
+    const patterns = get(bootstrap, "stats_config.stats_matcher.inclusion_list.patterns") as Json[];
+    // What Envoy's StringMatcher does with each pattern (safe_regex: the whole name).
+    const kept = (name: string) =>
+      patterns.some((p) =>
+        p.prefix !== undefined ? name.startsWith(String(p.prefix)) : p.suffix !== undefined ? name.endsWith(String(p.suffix)) : new RegExp(`^(?:${String((p.safe_regex as Json).regex)})$`).test(name),
+      );
+    for (const name of ["http.https.downstream_rq_total", "listener.0.0.0.0_8443.downstream_cx_total", "server.memory_allocated", "cluster_manager.active_clusters", "http_local_rate_limiter.http_local_rate_limit.ok", "dev.http_local_rate_limit.rate_limited", "runtime.deprecated_feature_use"]) {
+      expect(kept(name), name).toBe(true);
+    }
+    for (const name of ["cluster.default_www.upstream_rq_200", "cluster.default_batch_blue.ssl.handshake", "cluster.ext-authz.upstream_cx_total", "cluster.gateway-pods.membership_total", "cluster.envoy-admin.upstream_rq_time"]) {
+      expect(kept(name), name).toBe(true);
+    }
+    for (const stat of ["upstream_rq_total", "upstream_rq_2xx", "upstream_rq_5xx", "upstream_rq_time", "upstream_cx_active", "membership_healthy", "outlier_detection.ejections_active", "ClusterTrafficStats.initialized"]) {
+      expect(kept(`cluster.pr-7_batch.${stat}`), stat).toBe(true);
+    }
+    for (const stat of ["upstream_rq_200", "external.upstream_rq_2xx", "external.upstream_rq_time", "upstream_cx_total", "upstream_cx_connect_ms", "circuit_breakers.default.remaining_rq", "ssl.handshake", "lb_healthy_panic", "outlier_detection.ejections_enforced_total"]) {
+      expect(kept(`cluster.pr-7_batch.${stat}`), stat).toBe(false);
+    }
+    // A dev namespace whose name starts like the stack's namespace is still a dev one.
+    expect(kept("cluster.default-2_batch.upstream_cx_total")).toBe(false);
+  });
+
+  it("keeps every stat of every cluster, created with it, when stack config says so", () => {
+    const all = renderGateway({ ...config, stats: { devClusters: "all", deferredCreation: false } }, table, "gateway").documents.bootstrap;
+    expect(all.stats_config).toBeUndefined();
+    expect(all.deferred_stat_options).toBeUndefined();
   });
 
   it("resolves upstream names with one c-ares resolver for the gateway: the pod's DNS servers, no search-domain walk", () => {
@@ -301,6 +361,16 @@ describe("bootstrap", () => {
       { name: "envoy.resource_monitors.fixed_heap", typed_config: expect.objectContaining({ max_heap_size_bytes: Math.floor(2 * 2 ** 30 * 0.8) }) },
       { name: "envoy.resource_monitors.global_downstream_max_connections", typed_config: expect.objectContaining({ max_active_downstream_connections: 50000 }) },
     ]);
+  });
+
+  it("logs a JSON line per request on the client-facing listeners, or nothing when edge.accessLog is off", () => {
+    const log = (g: Json, name: string) => get(hcm(((g.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!), "access_log") as Json[] | undefined;
+    for (const name of ["https", "http"]) {
+      expect(log(bootstrap, name)!.map((l) => get(l, "typed_config.@type"))).toEqual(["type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"]);
+    }
+    expect(get(log(bootstrap, "https")![0], "typed_config.log_format.json_format.status")).toBe("%RESPONSE_CODE%");
+    const off = renderGateway({ ...config, edge: { ...config.edge, accessLog: "off" } }, table, "gateway").documents.bootstrap;
+    for (const name of ["https", "http"]) expect(log(off, name), name).toBeUndefined();
   });
 
   it("accepts TLS 1.2+ with forward-secret AEAD ciphers only, certificate from the mounted Secret", () => {

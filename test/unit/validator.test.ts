@@ -6,8 +6,11 @@ import { describe, expect, it } from "vitest";
 import { translateGateway } from "../../routing/envoy/gateway.js";
 import type { Json } from "../../routing/envoy/types.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { validateGateway } from "../../routing/validation/index.js";
+import { checkMessage, checkXdsFile, validateGateway } from "../../routing/validation/index.js";
+import { envoyRuleViolations } from "../../routing/validation/envoy-rules.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
+import type { Problem } from "../../routing/config/errors.js";
+import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
 import { decode } from "../../routing/validation/decode.js";
 import { envoyApi } from "../../routing/validation/descriptors.js";
 import { checkRules, compileEveryRule } from "../../routing/validation/rules.js";
@@ -35,6 +38,48 @@ describe("validator", () => {
     const problems = validateGateway(docs).filter((p) => p.message.includes("max_ejection_percent"));
     expect(problems).toHaveLength(clusters.length);
     expect(problems[5]!.key).toContain(`cluster "${clusters[5]!.name}"`);
+  });
+
+  /** Every problem found decoding and checking each document whole, nothing shared or cached: what validateGateway must find too. */
+  function wholeDocumentProblems(docs: GatewayDocuments): string[] {
+    const problems: Problem[] = [];
+    const where = (file: string) => `${docs.gateway}/${file}`;
+    checkMessage("envoy.config.bootstrap.v3.Bootstrap", docs.bootstrap, where("envoy.yaml"), problems);
+    for (const [file, doc] of Object.entries(docs.sds)) checkXdsFile(doc, "envoy.extensions.transport_sockets.tls.v3.Secret", where(file), problems);
+    checkXdsFile(docs.cds, "envoy.config.cluster.v3.Cluster", where("cds.yaml"), problems);
+    checkXdsFile(docs.rds, "envoy.config.route.v3.RouteConfiguration", where("rds.yaml"), problems);
+    for (const v of envoyRuleViolations({ bootstrap: docs.bootstrap, clusters: docs.cds.resources, routeConfigs: docs.rds.resources })) {
+      problems.push({ key: `${docs.gateway}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
+    }
+    return problems.map((p) => `${p.key}: ${p.message}`).sort();
+  }
+
+  it.each(BROKEN.map((b) => [b.name, b] as const))("finds exactly what checking every document whole finds: %s", (_, { breakIt }) => {
+    const docs = brokenBaseDocuments();
+    breakIt(docs);
+    expect(validateGateway(docs).map((p) => `${p.key}: ${p.message}`).sort()).toEqual(wholeDocumentProblems(docs));
+  });
+
+  // Parts the translation shares between thousands of clusters and routes, broken in place (not copied): decoded and checked once, reported everywhere.
+  const sharedBreaks: [string, (d: GatewayDocuments) => void][] = [
+    ["an unknown field in the shared transport socket", (d) => (((d.cds.resources[0] as Json).transport_socket as Json).typed_config as Json).snii = "x"],
+    ["a bad value in the shared DNS cluster type", (d) => ((((d.cds.resources[0] as Json).cluster_type as Json).typed_config as Json).dns_refresh_rate = "0s")],
+    ["a rule broken in the shared circuit breakers", (d) => ((((d.cds.resources[0] as Json).circuit_breakers as Json).thresholds as Json[])[0]!.priority = "NOPE")],
+    ["a rule broken in the dev routes' shared rate limit", (d) => {
+      const dev = (((d.rds.resources[0] as Json).virtual_hosts as Json[]).find((h) => h.name === "dev")!.routes as Json[])[0]!;
+      (((dev.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json).token_bucket as Json).tokens_per_fill = 0;
+    }],
+    ["a deprecated field in the shared protocol options", (d) => {
+      const options = ((d.cds.resources[0] as Json).typed_extension_protocol_options as Json)["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"] as Json;
+      ((options.explicit_http_config as Json).http_protocol_options as Json).use_balsa_parser = true;
+    }],
+  ];
+  it.each(sharedBreaks)("finds %s at every place it appears, as checking every document whole does", (_, breakIt) => {
+    const docs = translateGateway(BROKEN_BASE.config(), brokenBaseTable(), "gateway");
+    breakIt(docs);
+    const found = validateGateway(docs).map((p) => `${p.key}: ${p.message}`).sort();
+    expect(found.length).toBeGreaterThan(1);
+    expect(found).toEqual(wholeDocumentProblems(docs));
   });
 
   it("leaves a message alone where the API says skip (validate.rules message.skip)", () => {
