@@ -159,7 +159,10 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
           state = await record(stack, state, snapshot, syncOptions);
           recordDelay = retry.firstMs;
           const seconds = (Date.now() - started) / 1000;
-          options.log(`recorded in the stack's state (${seconds.toFixed(1)}s)`);
+          // Say whether this record is the last word, so a reader (or a test) knows when the state has caught up.
+          options.log(
+            `recorded in the stack's state (${seconds.toFixed(1)}s): ${pending ? "routes written meanwhile go in the next record" : "every route written so far"}`,
+          );
           options.onEvent?.({ kind: "recorded", seconds });
           // The stack config may have changed meanwhile (someone's `pulumi config set`): write with the new one.
           const latest = await stackConfigOf(stack);

@@ -203,7 +203,7 @@ describe("sync-routes --watch", () => {
     const live = await until("the new route", /\+ pr-e2e-3\/query on gateway[\s\S]*?routes live ([\d.]+)s after the change was seen/, 60_000, from);
     expect(Number(/routes live ([\d.]+)s/.exec(out.slice(from, live))![1])).toBeLessThan(10);
     expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-3", "query"));
-    await until("the record", /recorded in the stack's state/, 300_000, live);
+    await until("the record", /recorded in the stack's state \([\d.]+s\): every route written so far/, 300_000, live);
     const again = await stack.ws.run(["preview", "--expect-no-changes"], 300_000);
     expect(again.code, again.stdout + again.stderr).toBe(0);
   });
@@ -255,7 +255,8 @@ describe("deleting the routes resource", () => {
     await stack.ws.ok(["destroy", "--yes", "--skip-preview", "--target", urn], 300_000);
     const data = await xds();
     expect(data["rds.yaml"]).toContain('"name":"www"');
-    expect(data["rds.yaml"]).not.toContain('"path_separated_prefix"');
+    // Production routes only: no dev/PR route (all the e2e namespaces are named pr-e2e-*) is left.
+    expect(data["rds.yaml"]).not.toContain("pr-e2e-");
     expect(data["cds.yaml"]).toContain('"name":"default_batch"');
   });
 });
