@@ -4,25 +4,27 @@ import type { Json } from "../../routing/envoy/types.js";
 import { renderGateway, renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { parseStackConfig } from "../../routing/config/load.js";
-import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
+import { eachTest, minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
-const config = stackConfig("prod");
+const config = eachTest(() => stackConfig("prod"));
 // Ten minutes into web's shift: blue 90, green 10.
-const table = buildRoutingTable(config, { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(10));
-const [gateway, internal] = renderGateways(config, table);
+const table = eachTest(() => buildRoutingTable(config(), { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(10)));
+const rendered = eachTest(() => renderGateways(config(), table()));
+const gateway = () => rendered()[0]!;
+const internal = () => rendered()[1]!;
 
-const routeConfig = (g = gateway!) => g.documents.rds.resources[0] as Json;
-const hosts = (g = gateway!) => routeConfig(g).virtual_hosts as Json[];
-const host = (name: string, g = gateway!) => hosts(g).find((h) => h.name === name)!;
-const cluster = (name: string, g = gateway!) => (g.documents.cds.resources as Json[]).find((c) => c.name === name)!;
-const listener = (name: string, g = gateway!) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
+const routeConfig = (g = gateway()) => g.documents.rds.resources[0] as Json;
+const hosts = (g = gateway()) => routeConfig(g).virtual_hosts as Json[];
+const host = (name: string, g = gateway()) => hosts(g).find((h) => h.name === name)!;
+const cluster = (name: string, g = gateway()) => (g.documents.cds.resources as Json[]).find((c) => c.name === name)!;
+const listener = (name: string, g = gateway()) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
 const hcm = (l: Json) => ((l.filter_chains as Json[])[0]!.filters as Json[])[0]!.typed_config as Json;
 const get = (v: unknown, path: string): unknown => path.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], v);
 
 describe("routes", () => {
   it("serves production service s at s.<domain> on the gateway and s.<internalDomain> on the internal-gateway", () => {
     expect(host("batch").domains).toEqual(["batch.hail.is"]);
-    expect(host("batch", internal).domains).toEqual(["batch.hail"]);
+    expect(host("batch", internal()).domains).toEqual(["batch.hail"]);
     const route = (host("batch").routes as Json[])[0]!;
     expect(route.match).toEqual({ prefix: "/" });
     expect(get(route, "route.cluster")).toBe("default_batch");
@@ -30,7 +32,7 @@ describe("routes", () => {
 
   it("adds a service's aliases on the external gateway only", () => {
     expect(host("www").domains).toEqual(["www.hail.is", "hail.is"]);
-    expect(host("www", internal).domains).toEqual(["www.hail"]);
+    expect(host("www", internal()).domains).toEqual(["www.hail"]);
   });
 
   it("routes /<namespace>/<service> on internal.<domain> with a path-separated prefix, keeping the path", () => {
@@ -119,12 +121,12 @@ describe("clusters", () => {
   });
 
   it("shares one DNS cluster type between every cluster, written once in cds.yaml", () => {
-    const clusters = gateway!.documents.cds.resources as Json[];
-    const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
+    const clusters = gateway().documents.cds.resources as Json[];
+    const statics = (gateway().documents.bootstrap.static_resources as Json).clusters as Json[];
     const dnsStatics = statics.filter((c) => c.name !== "envoy-admin");
     expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver"]);
     for (const c of [...clusters.slice(1), ...dnsStatics]) expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
-    const cds = gateway!.xds["cds.yaml"]!;
+    const cds = gateway().xds["cds.yaml"]!;
     expect(cds.match(/DnsCluster/g)).toHaveLength(1);
     const lines = cds.split("\n").filter((l) => l.startsWith("- "));
     expect(lines).toHaveLength(clusters.length);
@@ -158,19 +160,19 @@ describe("clusters", () => {
   });
 
   it("names clusters <namespace>_<service>: no dots (stats tags) and no ambiguity", () => {
-    const names = (gateway!.documents.cds.resources as Json[]).map((c) => String(c.name));
+    const names = (gateway().documents.cds.resources as Json[]).map((c) => String(c.name));
     expect(names.every((n) => !n.includes(".") && /^[a-z0-9-]+_[a-z0-9-]+(_[a-z0-9-]+)?$/.test(n))).toBe(true);
   });
 });
 
 describe("bootstrap", () => {
-  const bootstrap = gateway!.documents.bootstrap;
+  const bootstrap = () => gateway().documents.bootstrap;
 
   it("keeps listeners static, loads clusters and routes from the watched xDS directory", () => {
-    expect(((bootstrap.static_resources as Json).listeners as Json[]).map((l) => l.name)).toEqual(["http", "https", "health", "metrics"]);
-    expect(get(bootstrap, "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
+    expect(((bootstrap().static_resources as Json).listeners as Json[]).map((l) => l.name)).toEqual(["http", "https", "health", "metrics"]);
+    expect(get(bootstrap(), "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({ path: "/etc/envoy/xds/rds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
-    expect(bootstrap.node).toEqual({ id: "gateway", cluster: "gateway" });
+    expect(bootstrap().node).toEqual({ id: "gateway", cluster: "gateway" });
   });
 
   it("resolves upstream names with one c-ares resolver for the gateway: the pod's DNS servers, no search-domain walk", () => {
@@ -179,9 +181,9 @@ describe("bootstrap", () => {
       typed_config: { "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig", dns_resolver_options: { no_default_search_domain: true } },
     };
     // In the pod: no resolvers, so c-ares takes the cluster DNS from resolv.conf (a harness address must never leak in here).
-    expect(bootstrap.typed_dns_resolver_config).toEqual(cares);
+    expect(bootstrap().typed_dns_resolver_config).toEqual(cares);
     // Where a DNS server is given (the Envoy harness), it replaces resolv.conf's servers and nothing else.
-    const remapped = renderGateway(config, table, "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } }).documents.bootstrap;
+    const remapped = renderGateway(config(), table(), "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } }).documents.bootstrap;
     expect(remapped.typed_dns_resolver_config).toEqual({
       ...cares,
       typed_config: { ...cares.typed_config, resolvers: [{ socket_address: { address: "127.0.0.1", port_value: 5353 } }] },
@@ -194,7 +196,7 @@ describe("bootstrap", () => {
       "envoy.filters.http.local_ratelimit",
       "envoy.filters.http.router",
     ]);
-    expect((hcm(listener("https", internal)).http_filters as Json[]).map((f) => f.name)).toEqual([
+    expect((hcm(listener("https", internal())).http_filters as Json[]).map((f) => f.name)).toEqual([
       "envoy.filters.http.ext_authz",
       "envoy.filters.http.local_ratelimit",
       "envoy.filters.http.compressor",
@@ -237,7 +239,7 @@ describe("bootstrap", () => {
       upgrade_configs: [{ upgrade_type: "websocket" }],
     });
     expect(listener("https").per_connection_buffer_limit_bytes).toBe(32768);
-    expect(get(bootstrap, "overload_manager.resource_monitors")).toEqual([
+    expect(get(bootstrap(), "overload_manager.resource_monitors")).toEqual([
       { name: "envoy.resource_monitors.fixed_heap", typed_config: expect.objectContaining({ max_heap_size_bytes: Math.floor(2 * 2 ** 30 * 0.8) }) },
       { name: "envoy.resource_monitors.global_downstream_max_connections", typed_config: expect.objectContaining({ max_active_downstream_connections: 50000 }) },
     ]);
@@ -248,7 +250,7 @@ describe("bootstrap", () => {
     const ctx = get(tls[0], "transport_socket.typed_config.common_tls_context") as Json;
     expect(get(ctx, "tls_params.tls_minimum_protocol_version")).toBe("TLSv1_2");
     expect((get(ctx, "tls_params.cipher_suites") as string[]).every((c) => c.startsWith("ECDHE-") && /GCM|CHACHA20/.test(c))).toBe(true);
-    expect(gateway!.bootstrap["sds-server-cert.yaml"]).toContain('"/etc/envoy/tls/server/tls.crt"');
+    expect(gateway().bootstrap["sds-server-cert.yaml"]).toContain('"/etc/envoy/tls/server/tls.crt"');
   });
 
   it("redirects plain HTTP to HTTPS but passes ACME challenges to the solver (external gateway)", () => {
@@ -257,12 +259,12 @@ describe("bootstrap", () => {
       { match: { prefix: "/.well-known/acme-challenge/" }, route: { cluster: "acme-solver", timeout: "10s" } },
       { match: { prefix: "/" }, redirect: { https_redirect: true } },
     ]);
-    const internalRoutes = (get(hcm(listener("http", internal)), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
+    const internalRoutes = (get(hcm(listener("http", internal())), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
     expect(internalRoutes).toEqual([{ match: { prefix: "/" }, redirect: { https_redirect: true } }]);
   });
 
   it("keeps the admin interface on 127.0.0.1 and exposes only /stats/prometheus on the metrics listener", () => {
-    expect(get(bootstrap, "admin.address.socket_address.address")).toBe("127.0.0.1");
+    expect(get(bootstrap(), "admin.address.socket_address.address")).toBe("127.0.0.1");
     const routes = (get(hcm(listener("metrics")), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
     expect(routes).toEqual([
       { match: { path: "/stats/prometheus", headers: [{ name: ":method", string_match: { exact: "GET" } }] }, route: { cluster: "envoy-admin", timeout: "10s" } },
