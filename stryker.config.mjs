@@ -42,8 +42,10 @@ export default {
   incrementalFile: "reports/mutation/stryker-incremental.json",
   tempDirName: ".stryker-tmp",
   concurrency: 2,
-  // A busy machine: a mutant counts as an endless loop only well past the test's own time.
-  timeoutMS: 10000,
+  // A busy machine (and tests of their own that start processes): a mutant counts
+  // as an endless loop only well past the time its tests took in the initial run.
+  timeoutFactor: 3,
+  timeoutMS: 30000,
   dryRunTimeoutMinutes: 15,
   thresholds: { high: 90, low: 85, break: null },
 };
