@@ -2,13 +2,18 @@
 // annotations, the gateway pods it tells, what refresh finds, and what delete
 // leaves, against an in-memory stand-in for the Kubernetes API (the real API
 // server is test/e2e/routes.test.ts's).
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { routesProvider } from "../../components/routes.js";
 import type { ConfigMapState } from "../../kube/client.js";
+import * as core from "../../routes-provider/core.js";
 import { SNAPSHOT_ENV, writeSnapshot } from "../../route-sync/snapshot.js";
 import { readRoutes, removeRoutes, renderRoutes, RoutesInputError, writeRoutes, type RoutesFacts } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
-import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
+import { minutesIntoShift, ROOT, shiftedService, stackConfig } from "./fixtures.js";
 
 /** The cluster as the routes resource sees it: ConfigMaps by namespace/name, and what it was asked to do. */
 const cluster = vi.hoisted(() => ({
@@ -240,5 +245,69 @@ describe("delete", () => {
     cluster.configMaps.clear();
     await removeRoutes(written);
     expect(cluster.applied).toHaveLength(1);
+  });
+});
+
+describe("the Routes dynamic provider (components/routes.ts)", () => {
+  // The provider loads routes-provider/core.ts from the directory the engine runs it in (here the
+  // project's); this process has it loaded already, with the in-memory API above.
+  beforeEach(() => {
+    const file = join(ROOT, "routes-provider", "core.ts");
+    require.cache[file] = { id: file, filename: file, loaded: true, exports: core } as NodeJS.Module;
+  });
+  const plain = (change: Partial<RoutesFacts> = {}) => facts({ devNamespaces: { "pr-12": ["batch"] }, ...change });
+
+  it("checks the facts into inputs with their routes, or says what is wrong on which input", async () => {
+    const checked = await routesProvider.check!({}, plain());
+    expect(checked).toEqual({ inputs: core.checkRoutes(plain()).inputs, failures: [] });
+    expect(checked.inputs.routes["pr-12/batch"].match).toBe("https://internal.dev.example.org/pr-12/batch");
+    const bad = plain({ devNamespaces: { "pr-12": ["Batch"] } });
+    expect(await routesProvider.check!({}, bad)).toEqual({
+      inputs: bad,
+      failures: [{ property: "devNamespaces", reason: `pr-12[0]: service name must be a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters) (got "Batch")` }],
+    });
+  });
+
+  it("diffs, replacing the resource for another ConfigMap", async () => {
+    const written = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
+    expect(await routesProvider.diff!(written.id, written.outs, core.checkRoutes(plain()).inputs!)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
+    expect(await routesProvider.diff!(written.id, written.outs, core.checkRoutes(plain({ configMap: "other-xds" })).inputs!)).toEqual({ changes: true, replaces: ["configMap"], deleteBeforeReplace: false });
+  });
+
+  it("creates and updates by writing the ConfigMap, the resource's id being the ConfigMap's", async () => {
+    const created = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
+    expect(created.id).toBe("default/gateway-xds");
+    expect(created.outs.dataDigest).toBe(dataDigest(cluster.configMaps.get("default/gateway-xds")!.data));
+    expect(created.outs.routes).toEqual(core.checkRoutes(plain()).inputs!.routes);
+    const updated = await routesProvider.update!(created.id, created.outs, core.checkRoutes(plain({ devNamespaces: {} })).inputs!);
+    expect(updated.outs!.routes["pr-12/batch"]).toBeUndefined();
+    expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).not.toContain("/pr-12/batch");
+    expect(cluster.applied).toHaveLength(2);
+  });
+
+  it("reads the state back on refresh, and nothing once the ConfigMap is gone", async () => {
+    const created = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
+    expect(await routesProvider.read!(created.id, created.outs)).toEqual({ id: "default/gateway-xds", props: created.outs });
+    cluster.configMaps.clear();
+    expect(await routesProvider.read!(created.id, created.outs)).toEqual({});
+  });
+
+  it("on delete leaves the gateway its production routes", async () => {
+    const created = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
+    await routesProvider.delete!(created.id, created.outs);
+    expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).not.toContain("/pr-12/batch");
+  });
+
+  it("refuses to run outside a checkout of the project, saying so", async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), "not-a-checkout-"));
+    const cwd = process.cwd();
+    process.chdir(elsewhere);
+    try {
+      await expect(routesProvider.check!({}, plain())).rejects.toThrow(
+        `the routes provider runs in the envoy-gateways project directory, but ${elsewhere} has no routes-provider/core.ts: run pulumi from a checkout of the project`,
+      );
+    } finally {
+      process.chdir(cwd);
+    }
   });
 });
