@@ -2,11 +2,11 @@
 import { describe, expect, it } from "vitest";
 import { engineErrorLines } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
-import { plan, recorded, report, routeChanges, writeLive } from "../../route-sync/sync.js";
+import { plan, recorded, report, routeChanges, shiftsMoving, syncedRoutes, writeLive } from "../../route-sync/sync.js";
 import { renderRoutes } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
-import { minutesIntoShift, shiftedService } from "./fixtures.js";
+import { minutesIntoShift, SHIFT_START, shiftedService } from "./fixtures.js";
 import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { eachTest, stackConfig } from "./fixtures.js";
@@ -74,5 +74,71 @@ describe("sync-routes: what needs an engine run", () => {
     const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
     const planned = plan(stateOf(dev, at), { config: config(), kubeconfig }, many, at);
     await expect(writeLive(planned, many, at)).rejects.toThrow(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
+  });
+});
+
+describe("sync-routes: what it reports and plans", () => {
+  const views = (dev: Record<string, unknown>, at: Date) => {
+    const table = buildRoutingTable(config(), dev as never, "dev namespaces", at);
+    return { "gateway-routes": routesView(config(), table, "gateway"), "internal-gateway-routes": routesView(config(), table, "internal-gateway") };
+  };
+
+  it("lists routes whose weights moved as changed, on each gateway, in id order, with where they go now", () => {
+    const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
+    const changes = routeChanges(views(dev, minutesIntoShift(10)), views({ ...dev, "pr-0": ["ci"] }, minutesIntoShift(20)));
+    expect(changes).toEqual({
+      added: [
+        "pr-0/ci on gateway: https://internal.dev.example.org/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
+        "pr-0/ci on internal-gateway: https://internal.dev.hail/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
+      ],
+      removed: [],
+      changed: [
+        "pr-2/web on gateway: https://internal.dev.example.org/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, 20%)",
+        "pr-2/web on internal-gateway: https://internal.dev.hail/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, 20%)",
+      ],
+    });
+    // A resource the state did not have yet: all its routes are added; one gone: all removed.
+    expect(routeChanges({}, { "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }).added.filter((l) => l.startsWith("pr-1/"))).toEqual([
+      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+    ]);
+    expect(routeChanges({ "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }, {}).removed).toContain(
+      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+    );
+  });
+
+  it("reports each change on a line of its own, then what happened", () => {
+    const r = { added: ["a on gateway: x"], removed: ["b on gateway: y"], changed: ["c on gateway: z"], unchanged: false, steps: {}, liveSeconds: 1.26 };
+    expect(report(r)).toEqual(["+ a on gateway: x", "- b on gateway: y", "~ c on gateway: z", "routes live in 1.3s: 1 added, 1 removed, 1 changed"]);
+    expect(report({ ...r, recordedSeconds: 12.04 }).at(-1)).toBe("routes live in 1.3s, recorded in the state in 12.0s: 1 added, 1 removed, 1 changed");
+  });
+
+  it("reads the routes each resource's state holds, none when it holds none", () => {
+    const outputs = { routes: { "pr-1/batch": { match: "m" } } };
+    expect(syncedRoutes([{ urn: "u1", name: "gateway-routes", outputs } as never, { urn: "u2", name: "internal-gateway-routes", outputs: {} } as never])).toEqual({
+      "gateway-routes": { "pr-1/batch": { match: "m" } },
+      "internal-gateway-routes": {},
+    });
+  });
+
+  it("knows while a shift still moves weights (the watcher re-syncs then), and after it does not", () => {
+    const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
+    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(10))).toBe(true);
+    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(100))).toBe(false);
+    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(-1))).toBe(false);
+    expect(shiftsMoving(views({ "pr-1": ["batch"] }, minutesIntoShift(10)), minutesIntoShift(10))).toBe(false);
+  });
+
+  it("plans each resource from its wiring in state and the current stack config, rendered at the instant, not validated yet", () => {
+    const facts = { gateway: "internal-gateway" as const, namespace: "edge", configMap: "internal-xds", config: routingConfig(config()), devNamespaces: {} };
+    const state = [{ urn: "u", name: "internal-gateway-routes", outputs: { ...facts, routes: {}, dataDigest: "", renderedAt: "" } }];
+    const now = minutesIntoShift(20);
+    const [p] = plan(state, { config: config(), kubeconfig: "apiVersion: v1" }, { "pr-2": [shiftedService("web")] }, now);
+    expect(p!.facts).toEqual({ ...facts, devNamespaces: { "pr-2": [shiftedService("web")] }, kubeconfig: "apiVersion: v1" });
+    expect(p!.state).toBe(state[0]);
+    expect(p!.rendered.validated).toBe(false);
+    expect(p!.routes).toEqual(renderRoutes(p!.facts, now).routes);
+    expect(p!.routes["pr-2/web"]!.clusters["pr-2_web_green"]!.weight).toBe(20);
+    expect(p!.digest).toBe(dataDigest(renderRoutes(p!.facts, now).files.xds));
+    expect(plan(state, { config: config() }, {}, now)[0]!.facts).not.toHaveProperty("kubeconfig");
   });
 });
