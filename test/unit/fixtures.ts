@@ -1,7 +1,6 @@
 // Shared inputs for unit tests: the stacks' own config, and a minimal valid
 // raw config that bad-input cases start from.
 import { join } from "node:path";
-import { beforeEach } from "vitest";
 import { loadStackFile, readStackFile } from "../../routing/config/load.js";
 import type { StackConfig } from "../../routing/config/schema.js";
 import type { DevServiceFacts } from "../../routing/table.js";
@@ -73,18 +72,4 @@ export function shiftedService(name = "web"): DevServiceFacts {
 
 export function minutesIntoShift(m: number): Date {
   return new Date(SHIFT_START.getTime() + m * 60_000);
-}
-
-/**
- * A value each test computes for itself, when it first asks for it, and
- * reuses within that test. Computed inside the test, never while the file
- * loads or in a beforeAll: a mutation run (`npm run test:mutation`) then knows
- * which tests use which code, and runs only those against each mutant.
- */
-export function eachTest<T>(make: () => T): () => T {
-  let made: { value: T } | undefined;
-  beforeEach(() => {
-    made = undefined;
-  });
-  return () => (made ??= { value: make() }).value;
 }

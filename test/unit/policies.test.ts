@@ -16,7 +16,8 @@ import {
 } from "../../policy/policies.js";
 import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { eachTest, ROOT, stackConfig } from "./fixtures.js";
+import { eachTest } from "./each-test.js";
+import { ROOT, stackConfig } from "./fixtures.js";
 import { K, runResource, runStack, UNKNOWN, type Obj } from "./policy-engine.js";
 
 function deployment(name: string, replicas: number | undefined, labels: Record<string, string>, extra: Record<string, any> = {}): Obj {

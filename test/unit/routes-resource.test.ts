@@ -8,7 +8,8 @@ import { routingConfig } from "../../routing/config/schema.js";
 import { xdsDrift } from "../../routing/envoy/drift.js";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
 import { dataDigest } from "../../routing/units.js";
-import { eachTest, minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
+import { eachTest } from "./each-test.js";
+import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
 
 const config = eachTest(() => stackConfig("prod"));
 const dev = { "pr-12": ["batch", "ci"], "pr-14": [shiftedService("web")] };

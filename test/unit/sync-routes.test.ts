@@ -9,7 +9,8 @@ import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, SHIFT_START, shiftedService } from "./fixtures.js";
 import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { eachTest, stackConfig } from "./fixtures.js";
+import { eachTest } from "./each-test.js";
+import { stackConfig } from "./fixtures.js";
 
 const config = eachTest(() => stackConfig("dev"));
 const state = (dev: Record<string, string[]>) => ({ "gateway-routes": routesView(config(), buildRoutingTable(config(), dev), "gateway") });

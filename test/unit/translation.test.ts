@@ -4,7 +4,8 @@ import type { Json } from "../../routing/envoy/types.js";
 import { renderGateway, renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { parseStackConfig } from "../../routing/config/load.js";
-import { eachTest, minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
+import { eachTest } from "./each-test.js";
+import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
 const config = eachTest(() => stackConfig("prod"));
 // Ten minutes into web's shift: blue 90, green 10.

@@ -11,7 +11,8 @@ import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import { decode } from "../../routing/validation/decode.js";
 import { envoyApi } from "../../routing/validation/descriptors.js";
 import { checkRules, compileEveryRule } from "../../routing/validation/rules.js";
-import { eachTest, stackConfig } from "./fixtures.js";
+import { eachTest } from "./each-test.js";
+import { stackConfig } from "./fixtures.js";
 import { ACCEPTED, BROKEN, BROKEN_BASE, brokenBaseDocuments, brokenBaseTable, CORPUS_NOW } from "../fixtures/validator-corpus.js";
 
 describe("validator", () => {

@@ -8,7 +8,8 @@ import { parseEnvoyYaml, toXdsYaml } from "../../routing/envoy/xds.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { FIFTY_NAMESPACES_AT, fiftyNamespaces, syntheticNamespaces } from "../fixtures/namespaces.js";
-import { eachTest, stackConfig } from "./fixtures.js";
+import { eachTest } from "./each-test.js";
+import { stackConfig } from "./fixtures.js";
 
 const config = eachTest(() => stackConfig("prod"));
 
