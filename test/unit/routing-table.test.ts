@@ -235,3 +235,51 @@ describe("where each refused value is, for a file's line numbers", () => {
     expect(error!.problems.map((p) => p.path)).toEqual([["PR"], ["pr-1", 1, "versions", 0, "service"]]);
   });
 });
+
+describe("the routing table, at its edges", () => {
+  it("sorts many namespaces and services listed in reverse", () => {
+    const dev: DevNamespaces = {};
+    for (const n of [9, 8, 7, 6, 5, 4, 3, 2, 1]) dev[`pr-${n}`] = ["z", "y", "x", "w", "v", "u", "t"];
+    const ids = buildRoutingTable(config(), dev).dev.map((s) => s.id);
+    expect(ids).toEqual([...ids].sort());
+    expect(ids.slice(0, 3)).toEqual(["pr-1/t", "pr-1/u", "pr-1/v"]);
+    expect(ids.at(-1)).toBe("pr-9/z");
+  });
+
+  it("reports a refused service once, not again as listed twice", () => {
+    expect(refused({ "pr-1": [{ name: "web", port: 1 }, "web"] }).lines).toEqual(["pr-1[0] (web).port: unknown key; allowed: name, websocket, versions, shifts (got 1)"]);
+  });
+
+  it("checks a shift of a service without versions against its one unnamed version", () => {
+    expect(refused({ "pr-1": [{ name: "web", shifts: [{ from: "a", to: "b", policy: "linear", start: T, duration: "10m" }] }] }).lines).toEqual([
+      'pr-1[0] (web).shifts[0].from: must be a version of web (versions: none) (got "a")',
+      'pr-1[0] (web).shifts[0].to: must be a version of web (versions: none) (got "b")',
+    ]);
+  });
+
+  it("says a version that is null or has no Service is wrong, once", () => {
+    const shift = { from: "blue", to: "green", policy: "linear", start: T, duration: "10m" };
+    expect(refused({ "pr-1": [{ name: "web", versions: [null, { version: "green" }], shifts: [shift] }] }).lines).toEqual([
+      "pr-1[0] (web).versions[0]: must be a mapping with version and service (got null)",
+      `pr-1[0] (web).versions[1].service: Kubernetes Service name must be ${LABEL} (got nothing)`,
+      'pr-1[0] (web).shifts[0].from: must be a version of web (versions: green) (got "blue")',
+    ]);
+  });
+
+  it("names a namespaces file's place of each problem", () => {
+    let error: InputError | undefined;
+    try {
+      buildRoutingTable(config(), { default: ["a"], "pr-1": "a", "pr-2": ["a", "a", { name: "B" }, "C"] } as never);
+    } catch (e) {
+      error = e as InputError;
+    }
+    expect(error!.problems.map((p) => p.path)).toEqual([["default"], ["pr-1"], ["pr-2", 1], ["pr-2", 2, "name"], ["pr-2", 3]]);
+  });
+
+  it("says dev namespaces, not stack config, when both are wrong", () => {
+    const routing = { ...twoShiftedServices(), shifts: [] };
+    const { subject, lines } = refused({ PR: [] }, routing);
+    expect(subject).toBe("dev namespaces: 3 problems");
+    expect(lines[0]).toMatch(/^envoy-gateways:services \(batch\): /);
+  });
+});
