@@ -96,7 +96,8 @@ export function nextWeights(shift: Shift, now: Date): { at: Date; weights: { fro
   if (shift.policy === "atomic") return { at: endsAt, weights: phase === "reversing" ? { from: 100, to: 0 } : { from: 0, to: 100 } };
   // Linear: find when the rounded-up old share next moves by one point (binary search over the phase).
   let lo = Math.max(now.getTime(), phase === "pending" ? shift.start.getTime() : now.getTime());
-  let hi = endsAt.getTime();
+  // A pending shift's phase ends at its start; its weights first move after that.
+  let hi = phase === "pending" ? shiftEnd(shift).getTime() : endsAt.getTime();
   if (shiftWeights(shift, new Date(hi)).from === current.from) return undefined;
   while (hi - lo > 1) {
     const mid = Math.floor((lo + hi) / 2);

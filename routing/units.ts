@@ -69,7 +69,8 @@ export function parseQuantity(text: string): number | undefined {
   const m = QUANTITY.exec(text);
   if (!m) return undefined;
   const [, sign, digits, suffix = ""] = m as unknown as [string, string, string, string | undefined];
-  const factor = /^[eE]/.test(suffix) ? 10 ** Number(suffix.slice(1)) : QUANTITY_SUFFIX[suffix]!;
+  // An exponent (e3, E-3), not the exa suffixes E and Ei.
+  const factor = /^[eE][+-]?\d/.test(suffix) ? 10 ** Number(suffix.slice(1)) : QUANTITY_SUFFIX[suffix]!;
   const value = Number(digits) * factor * (sign === "-" ? -1 : 1);
   return Number.isFinite(value) ? value : undefined;
 }

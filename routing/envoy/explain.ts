@@ -31,7 +31,10 @@ export function explainDocumentProblems(problems: readonly Problem[], table: Rou
     const m = /^(\S+\/\S+\.yaml) (\w[\w ]*?) "([^"]+)" \(resources\[\d+\]\)$/.exec(p.key);
     const group = m ? `${m[1]}\0${m[2]}\0${p.message}` : `\0${p.key}\0${p.message}`;
     const entry = groups.get(group);
-    if (entry) entry.resources.push(m![3]!);
+    // The same problem twice at a place that is not a resource is said once.
+    if (entry) {
+      if (m) entry.resources.push(m[3]!);
+    }
     else groups.set(group, { first: p, resources: m ? [m[3]!] : [] });
   }
   return [...groups.values()].map(({ first, resources }) => {

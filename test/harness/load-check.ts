@@ -124,7 +124,12 @@ export class LoadCheck {
       const sa = address?.socket_address as Json | undefined;
       if (!sa) return 0;
       const key = `${String(sa.address)}:${String(sa.port_value)}`;
-      if (!ports.has(key)) ports.set(key, await freeTcpPort("127.0.0.1"));
+      if (!ports.has(key)) {
+        // The OS may hand a just-closed port out again: never give two addresses one port.
+        let port = await freeTcpPort("127.0.0.1");
+        while ([...ports.values()].includes(port)) port = await freeTcpPort("127.0.0.1");
+        ports.set(key, port);
+      }
       sa.address = "127.0.0.1";
       sa.port_value = ports.get(key)!;
       return sa.port_value as number;

@@ -47,6 +47,89 @@ describe("stack config", () => {
     });
   });
 
+  it("fills in every documented default", () => {
+    const securityHeaders = {
+      "strict-transport-security": { value: "max-age=31536000", replace: false },
+      "x-content-type-options": { value: "nosniff", replace: false },
+      "referrer-policy": { value: "strict-origin-when-cross-origin", replace: false },
+    };
+    const gateway = (name: string, role: { compression: boolean; acme: boolean; serveAliases: boolean; authenticateMetrics: boolean; securityHeaders: object; domain: string }) => ({
+      replicas: 2,
+      targetCpuUtilization: 70,
+      resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
+      service: { type: "LoadBalancer", annotations: {} },
+      tls: { serverSecret: `${name}-tls`, upstreamSecret: `${name}-upstream-tls` },
+      compression: role.compression,
+      acme: role.acme,
+      serveAliases: role.serveAliases,
+      authenticateDevRoutes: true,
+      authenticateMetrics: role.authenticateMetrics,
+      securityHeaders: role.securityHeaders,
+      domain: role.domain,
+      devHost: `internal.${role.domain}`,
+    });
+    expect(parseStackConfig({ ...minimalRaw(), services: undefined })).toEqual({
+      domain: "example.org",
+      internalDomain: "example.internal",
+      clusterDomain: "cluster.local",
+      namespace: "default",
+      envoyImage: "envoyproxy/envoy:v1.40.0",
+      gateways: {
+        gateway: gateway("gateway", { compression: false, acme: true, serveAliases: true, authenticateMetrics: true, securityHeaders, domain: "example.org" }),
+        "internal-gateway": gateway("internal-gateway", { compression: true, acme: false, serveAliases: false, authenticateMetrics: false, securityHeaders: {}, domain: "example.internal" }),
+      },
+      services: [],
+      shifts: [],
+      devNamespaces: { selector: "envoy-gateways.io/routes=dev", rateLimit: 200, upstreamTls: "verify" },
+      auth: { service: "auth", namespace: "default", port: 443, pathPrefix: "/api/v1alpha/verify_dev_credentials", timeout: "500ms", allowedHeaders: ["cookie", "authorization"] },
+      acme: { service: "letsencrypt", namespace: "default", port: 80 },
+      upstream: {
+        lbPolicy: "LEAST_REQUEST",
+        connectTimeout: "3s",
+        dnsRefreshRate: "5s",
+        dnsLookupFamily: "V4_ONLY",
+        protocol: "http1",
+        idleTimeout: "300s",
+        maxConnections: 1024,
+        maxPendingRequests: 1024,
+        maxRequests: 1024,
+        consecutive5xx: 5,
+        baseEjectionTime: "30s",
+        maxEjectionPercent: 50,
+        routeTimeout: "300s",
+        retries: 2,
+        retryResetMethods: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"],
+        retryBudgetPercent: 20,
+      },
+      edge: {
+        trustedHops: 0,
+        maxConnections: 50000,
+        httpsMaxConnections: 45000,
+        httpMaxConnections: 5000,
+        maxRequestHeadersKb: 60,
+        idleTimeout: "1h",
+        streamIdleTimeout: "300s",
+        requestTimeout: "300s",
+        requestHeadersTimeout: "10s",
+        websocketIdleTimeout: "1h",
+        http2MaxConcurrentStreams: 100,
+        http2InitialStreamWindowSize: 65536,
+        http2InitialConnectionWindowSize: 1048576,
+        bufferLimitBytes: 32768,
+        drainSeconds: 30,
+        accessLog: "json",
+      },
+      tls: {
+        minimumVersion: "TLSv1_2",
+        cipherSuites: ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"],
+      },
+      stats: { devClusters: "dashboards", deferredCreation: true },
+      skipAwait: false,
+    });
+    // A service's own defaults.
+    expect(parseStackConfig(minimalRaw()).services[1]).toEqual({ name: "batch", replicas: 3, rateLimit: 100, websocket: false, aliases: [] });
+  });
+
   it("reads config the way the engine passes it (objects as JSON text)", () => {
     const all: Record<string, string> = { "kubernetes:context": "kind" };
     for (const [k, v] of Object.entries(rawStack("dev"))) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);

@@ -16,6 +16,7 @@ import {
 } from "../../policy/policies.js";
 import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
+import { eachTest } from "./each-test.js";
 import { ROOT, stackConfig } from "./fixtures.js";
 import { K, runResource, runStack, UNKNOWN, type Obj } from "./policy-engine.js";
 
@@ -103,17 +104,16 @@ describe("multi-replica-workloads-headless", () => {
 });
 
 describe("gateway-upstreams-headless-443", () => {
-  const config = stackConfig("dev");
-  const files = renderGateway(config, buildRoutingTable(config), "gateway");
-  const xds: Obj = { type: K("ConfigMap"), name: "gateway-xds", props: { metadata: { name: "gateway-xds", namespace: "default" }, data: files.xds } };
+  const config = eachTest(() => stackConfig("dev"));
+  const xds = eachTest((): Obj => ({ type: K("ConfigMap"), name: "gateway-xds", props: { metadata: { name: "gateway-xds", namespace: "default" }, data: renderGateway(config(), buildRoutingTable(config()), "gateway").xds } }));
   const headless = (name: string) => service(name, { "app.kubernetes.io/name": name }, { clusterIP: "None" });
 
   it("passes when every declared upstream is headless on 443", () => {
-    expect(runStack(gatewayUpstreamsHeadlessOn443, [xds, ...config.services.map((s) => headless(s.name))])).toEqual({ violations: [] });
+    expect(runStack(gatewayUpstreamsHeadlessOn443, [xds(), ...config().services.map((s) => headless(s.name))])).toEqual({ violations: [] });
   });
 
   it("names the Service and the cluster that routes to it when it is not headless or maps 443 elsewhere", () => {
-    const bad = [xds, ...config.services.filter((s) => !["batch", "auth"].includes(s.name)).map((s) => headless(s.name)), service("batch", { app: "batch" }), service("auth", { app: "auth" }, { clusterIP: "None", ports: [{ port: 443, targetPort: 8443 }] })];
+    const bad = [xds(), ...config().services.filter((s) => !["batch", "auth"].includes(s.name)).map((s) => headless(s.name)), service("batch", { app: "batch" }), service("auth", { app: "auth" }, { clusterIP: "None", ports: [{ port: 443, targetPort: 8443 }] })];
     expect(runStack(gatewayUpstreamsHeadlessOn443, bad).violations).toEqual([
       "Service default/auth, upstream of cluster default_auth in ConfigMap default/gateway-xds, maps port 443 to 8443 on the pods, not 443.",
       "Service default/batch, upstream of cluster default_batch in ConfigMap default/gateway-xds, is not headless (set spec.clusterIP: None).",
@@ -121,22 +121,21 @@ describe("gateway-upstreams-headless-443", () => {
   });
 
   it("ignores upstreams the stack does not declare (services of other stacks)", () => {
-    expect(runStack(gatewayUpstreamsHeadlessOn443, [xds])).toEqual({ violations: [] });
+    expect(runStack(gatewayUpstreamsHeadlessOn443, [xds()])).toEqual({ violations: [] });
   });
 });
 
 describe("xds-configmaps-valid", () => {
-  const config = stackConfig("prod");
-  const files = renderGateway(config, buildRoutingTable(config, { "pr-3": ["batch"] }), "gateway");
+  const files = eachTest(() => { const config = stackConfig("prod"); return renderGateway(config, buildRoutingTable(config, { "pr-3": ["batch"] }), "gateway"); });
   const cm = (data: Record<string, string>): Obj => ({ type: K("ConfigMap"), name: "gateway-xds", props: { metadata: { name: "gateway-xds", namespace: "default" }, data } });
 
   it("passes the documents the routing core renders", () => {
-    expect(runResource(xdsConfigMapsValid, cm(files.xds))).toEqual({ violations: [] });
+    expect(runResource(xdsConfigMapsValid, cm(files().xds))).toEqual({ violations: [] });
   });
 
   it("rejects a route to a cluster that is not in cds.yaml, and a field Envoy does not know", () => {
-    const cds = files.xds["cds.yaml"]!.replace('"name":"pr-3_batch"', '"name":"pr-3_batch-old"').replace('"connect_timeout":', '"conect_timeout":');
-    const out = runResource(xdsConfigMapsValid, cm({ ...files.xds, "cds.yaml": cds }));
+    const cds = files().xds["cds.yaml"]!.replace('"name":"pr-3_batch"', '"name":"pr-3_batch-old"').replace('"connect_timeout":', '"conect_timeout":');
+    const out = runResource(xdsConfigMapsValid, cm({ ...files().xds, "cds.yaml": cds }));
     expect(out.violations).toHaveLength(1);
     expect(out.violations[0]).toMatch(/^\d+ problems Envoy would reject:/);
     expect(out.violations[0]).toContain('ConfigMap default/gateway-xds/cds.yaml cluster "default_www" (resources[0]): conect_timeout: unknown field');
@@ -144,7 +143,7 @@ describe("xds-configmaps-valid", () => {
   });
 
   it("rejects a file that is not YAML Envoy can read", () => {
-    expect(runResource(xdsConfigMapsValid, cm({ "cds.yaml": "resources: [", "rds.yaml": files.xds["rds.yaml"]! })).violations[0]).toMatch(/cds\.yaml: cannot be read as Envoy reads it/);
+    expect(runResource(xdsConfigMapsValid, cm({ "cds.yaml": "resources: [", "rds.yaml": files().xds["rds.yaml"]! })).violations[0]).toMatch(/cds\.yaml: cannot be read as Envoy reads it/);
   });
 
   it("ignores other ConfigMaps", () => {

@@ -1,6 +1,6 @@
 // The Pulumi program under mocks: what it declares for each stack.
 import * as pulumi from "@pulumi/pulumi";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { StackConfig } from "../../routing/config/schema.js";
 import { parseStackConfig } from "../../routing/config/load.js";
 import { routingConfig } from "../../routing/config/schema.js";
@@ -58,7 +58,8 @@ const promise = <T>(o: pulumi.Output<T>) => new Promise<T>((resolve) => o.apply(
 describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
   let resources: Declared[];
   let config: StackConfig;
-  beforeAll(async () => {
+  // Declared in each test (not once in a beforeAll): a mutation run then sees which tests reach which code.
+  beforeEach(async () => {
     config = parseStackConfig(rawStack(stack));
     resources = (await run(rawStack(stack))).resources;
   });

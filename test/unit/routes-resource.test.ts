@@ -8,14 +8,15 @@ import { routingConfig } from "../../routing/config/schema.js";
 import { xdsDrift } from "../../routing/envoy/drift.js";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
 import { dataDigest } from "../../routing/units.js";
+import { eachTest } from "./each-test.js";
 import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
 
-const config = stackConfig("prod");
+const config = eachTest(() => stackConfig("prod"));
 const dev = { "pr-12": ["batch", "ci"], "pr-14": [shiftedService("web")] };
 const at = minutesIntoShift(30);
 
 function facts(change: Partial<RoutesFacts> = {}): RoutesFacts {
-  return { gateway: "gateway", namespace: "default", configMap: "gateway-xds", config: routingConfig(config), devNamespaces: dev, ...change };
+  return { gateway: "gateway", namespace: "default", configMap: "gateway-xds", config: routingConfig(config()), devNamespaces: dev, ...change };
 }
 
 /** State as create() leaves it: the facts rendered at `when`. */
@@ -26,23 +27,23 @@ function written(f: RoutesFacts, when = at): RoutesOutputs {
 
 describe("the routing config the routes resources are given", () => {
   it("is an allow-list: nothing of the image, resources, TLS secrets, auth, ACME or render settings", () => {
-    const routing = routingConfig(config);
+    const routing = routingConfig(config());
     expect(Object.keys(routing).sort()).toEqual(["clusterDomain", "devNamespaces", "edge", "gateways", "namespace", "services", "shifts", "upstream"]);
     expect(Object.keys(routing.gateways.gateway).sort()).toEqual(["authenticateDevRoutes", "authenticateMetrics", "devHost", "domain", "replicas", "securityHeaders", "serveAliases"]);
     expect(Object.keys(routing.services[0]!).sort()).toEqual(["aliases", "name", "rateLimit", "websocket"]);
     // A service's own routing choices are facts too, when it makes them.
-    const own = routingConfig({ ...config, services: [{ ...config.services[0]!, routeTimeout: "0s", retries: 0, retryResetMethods: ["GET"], authenticateMetrics: false, securityHeaders: { "x-frame-options": { value: "DENY", replace: false } } }] });
+    const own = routingConfig({ ...config(), services: [{ ...config().services[0]!, routeTimeout: "0s", retries: 0, retryResetMethods: ["GET"], authenticateMetrics: false, securityHeaders: { "x-frame-options": { value: "DENY", replace: false } } }] });
     expect(Object.keys(own.services[0]!).sort()).toEqual(["aliases", "authenticateMetrics", "name", "rateLimit", "retries", "retryResetMethods", "routeTimeout", "securityHeaders", "websocket"]);
-    expect(Object.keys(routing.upstream).sort()).toEqual(Object.keys(config.upstream).sort());
+    expect(Object.keys(routing.upstream).sort()).toEqual(Object.keys(config().upstream).sort());
     const text = JSON.stringify(routing);
-    for (const leaked of [config.envoyImage, config.gateways.gateway.tls.serverSecret, config.gateways.gateway.resources.limits.memory, config.auth.pathPrefix]) {
+    for (const leaked of [config().envoyImage, config().gateways.gateway.tls.serverSecret, config().gateways.gateway.resources.limits.memory, config().auth.pathPrefix]) {
       expect(text).not.toContain(leaked);
     }
   });
 
   it("does not change when only a Deployment's settings change", () => {
-    const bigger = { ...config, services: config.services.map((s) => ({ ...s, replicas: s.replicas + 5 })), gateways: { ...config.gateways, gateway: { ...config.gateways.gateway, maxReplicas: 50 } } };
-    expect(routingConfig(bigger)).toEqual(routingConfig(config));
+    const bigger = { ...config(), services: config().services.map((s) => ({ ...s, replicas: s.replicas + 5 })), gateways: { ...config().gateways, gateway: { ...config().gateways.gateway, maxReplicas: 50 } } };
+    expect(routingConfig(bigger)).toEqual(routingConfig(config()));
   });
 });
 
@@ -79,7 +80,7 @@ describe("check", () => {
   });
 
   it("refuses bad routing config on config, with the key and the value", () => {
-    const { problems } = checkRoutes(facts({ config: { ...routingConfig(config), clusterDomain: "Cluster.Local" } }), at);
+    const { problems } = checkRoutes(facts({ config: { ...routingConfig(config()), clusterDomain: "Cluster.Local" } }), at);
     expect(checkFailures(problems)).toEqual([{ property: "config", reason: expect.stringMatching(/^envoy-gateways:clusterDomain: must be a lower-case DNS name.*\(got "Cluster\.Local"\)$/) }]);
   });
 
@@ -107,7 +108,7 @@ describe("diff", () => {
   });
 
   it("reports a change for routing config that reaches the xDS files", () => {
-    const slower = { ...routingConfig(config), upstream: { ...routingConfig(config).upstream, connectTimeout: "9s" } };
+    const slower = { ...routingConfig(config()), upstream: { ...routingConfig(config()).upstream, connectTimeout: "9s" } };
     expect(diffRoutes(written(facts()), news(facts({ config: slower })), at).changes).toBe(true);
   });
 
@@ -130,18 +131,18 @@ describe("diff", () => {
 });
 
 describe("drift", () => {
-  const rendered = renderRoutes(facts(), at);
+  const rendered = eachTest(() => renderRoutes(facts(), at));
   const parsed = (data: Record<string, string>) => ({ cds: parseEnvoyYaml(data["cds.yaml"]!), rds: parseEnvoyYaml(data["rds.yaml"]!) });
 
   it("finds none in what was written", () => {
-    expect(xdsDrift(rendered.table, rendered.files.documents, parsed(rendered.files.xds))).toEqual({});
+    expect(xdsDrift(rendered().table, rendered().files.documents, parsed(rendered().files.xds))).toEqual({});
   });
 
   it("names the routes a removed route and an edited cluster change, and what was never written", () => {
-    const data = rendered.files.xds;
+    const data = rendered().files.xds;
     const rds = data["rds.yaml"]!.split("\n").filter((l) => !l.includes('"/pr-12/ci"')).join("\n");
     const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org").replace('"name":"pr-14_web_green"', '"name":"pr-14_web_red"');
-    expect(xdsDrift(rendered.table, rendered.files.documents, parsed({ "cds.yaml": cds, "rds.yaml": rds }))).toEqual({
+    expect(xdsDrift(rendered().table, rendered().files.documents, parsed({ "cds.yaml": cds, "rds.yaml": rds }))).toEqual({
       "pr-12/batch": "cluster pr-12_batch changed",
       "pr-12/ci": "route missing or changed",
       "pr-14/web": "cluster pr-14_web_green missing",
@@ -150,8 +151,8 @@ describe("drift", () => {
   });
 
   it("compares only the files it could read", () => {
-    const data = rendered.files.xds;
+    const data = rendered().files.xds;
     const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org");
-    expect(xdsDrift(rendered.table, rendered.files.documents, { cds: parseEnvoyYaml(cds), rds: undefined })).toEqual({ "pr-12/batch": "cluster pr-12_batch changed" });
+    expect(xdsDrift(rendered().table, rendered().files.documents, { cds: parseEnvoyYaml(cds), rds: undefined })).toEqual({ "pr-12/batch": "cluster pr-12_batch changed" });
   });
 });

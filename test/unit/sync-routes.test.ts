@@ -2,17 +2,18 @@
 import { describe, expect, it } from "vitest";
 import { engineErrorLines } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
-import { plan, recorded, report, routeChanges, writeLive } from "../../route-sync/sync.js";
+import { plan, recorded, report, routeChanges, shiftsMoving, syncedRoutes, writeLive } from "../../route-sync/sync.js";
 import { renderRoutes } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
-import { minutesIntoShift, shiftedService } from "./fixtures.js";
+import { minutesIntoShift, SHIFT_START, shiftedService } from "./fixtures.js";
 import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
+import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
 
-const config = stackConfig("dev");
-const state = (dev: Record<string, string[]>) => ({ "gateway-routes": routesView(config, buildRoutingTable(config, dev), "gateway") });
+const config = eachTest(() => stackConfig("dev"));
+const state = (dev: Record<string, string[]>) => ({ "gateway-routes": routesView(config(), buildRoutingTable(config(), dev), "gateway") });
 
 describe("sync-routes report", () => {
   it("lists routes added and removed, by id, with where they go", () => {
@@ -42,7 +43,7 @@ describe("sync-routes report", () => {
 describe("sync-routes: what needs an engine run", () => {
   /** A routes resource's state as a sync recorded it: these namespaces, rendered at `at`. */
   function stateOf(dev: Record<string, unknown>, at: Date): RoutesResourceState[] {
-    const facts = { gateway: "gateway" as const, namespace: "default", configMap: "gateway-xds", config: routingConfig(config), devNamespaces: dev as never };
+    const facts = { gateway: "gateway" as const, namespace: "default", configMap: "gateway-xds", config: routingConfig(config()), devNamespaces: dev as never };
     const r = renderRoutes(facts, at);
     return [{ urn: "urn:pulumi:dev::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes", name: "gateway-routes", outputs: { ...facts, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: at.toISOString() } }];
   }
@@ -50,21 +51,21 @@ describe("sync-routes: what needs an engine run", () => {
   const at = minutesIntoShift(100); // the shift has ended: weights stay put
 
   it("nothing, when the state holds the discovered namespaces at the same weights", () => {
-    expect(plan(stateOf(dev, at), { config }, dev, minutesIntoShift(120)).every(recorded)).toBe(true);
+    expect(plan(stateOf(dev, at), { config: config() }, dev, minutesIntoShift(120)).every(recorded)).toBe(true);
   });
   it("a write and a record for a new namespace, a removed one, or weights a shift moved", () => {
-    expect(plan(stateOf(dev, at), { config }, { ...dev, "pr-3": ["ci"] }, at).every(recorded)).toBe(false);
-    expect(plan(stateOf(dev, at), { config }, { "pr-1": ["batch"] }, at).every(recorded)).toBe(false);
-    expect(plan(stateOf(dev, minutesIntoShift(30)), { config }, dev, minutesIntoShift(31)).every(recorded)).toBe(false);
+    expect(plan(stateOf(dev, at), { config: config() }, { ...dev, "pr-3": ["ci"] }, at).every(recorded)).toBe(false);
+    expect(plan(stateOf(dev, at), { config: config() }, { "pr-1": ["batch"] }, at).every(recorded)).toBe(false);
+    expect(plan(stateOf(dev, minutesIntoShift(30)), { config: config() }, dev, minutesIntoShift(31)).every(recorded)).toBe(false);
   });
   it("a record for state written before the inputs were facts, or that a refresh found drifted", () => {
     const [r] = stateOf(dev, at);
     const { devNamespaces: _, ...old } = r!.outputs;
-    expect(recorded(plan([{ ...r!, outputs: old as never }], { config }, dev, at)[0]!)).toBe(false);
-    expect(recorded(plan([{ ...r!, outputs: { ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } } }], { config }, dev, at)[0]!)).toBe(false);
+    expect(recorded(plan([{ ...r!, outputs: old as never }], { config: config() }, dev, at)[0]!)).toBe(false);
+    expect(recorded(plan([{ ...r!, outputs: { ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } } }], { config: config() }, dev, at)[0]!)).toBe(false);
   });
   it("a record when the kubeconfig to write with changed", () => {
-    expect(plan(stateOf(dev, at), { config, kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(false);
+    expect(plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(false);
   });
 
   it("validates every gateway's files before it writes any: too many routes for a ConfigMap write nothing", async () => {
@@ -72,7 +73,73 @@ describe("sync-routes: what needs an engine run", () => {
     for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
     // Were anything written, it would go to this API server, which does not exist: the error would say so.
     const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
-    const planned = plan(stateOf(dev, at), { config, kubeconfig }, many, at);
+    const planned = plan(stateOf(dev, at), { config: config(), kubeconfig }, many, at);
     await expect(writeLive(planned, many, at)).rejects.toThrow(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
+  });
+});
+
+describe("sync-routes: what it reports and plans", () => {
+  const views = (dev: Record<string, unknown>, at: Date) => {
+    const table = buildRoutingTable(config(), dev as never, "dev namespaces", at);
+    return { "gateway-routes": routesView(config(), table, "gateway"), "internal-gateway-routes": routesView(config(), table, "internal-gateway") };
+  };
+
+  it("lists routes whose weights moved as changed, on each gateway, in id order, with where they go now", () => {
+    const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
+    const changes = routeChanges(views(dev, minutesIntoShift(10)), views({ ...dev, "pr-0": ["ci"] }, minutesIntoShift(20)));
+    expect(changes).toEqual({
+      added: [
+        "pr-0/ci on gateway: https://internal.dev.example.org/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
+        "pr-0/ci on internal-gateway: https://internal.dev.hail/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
+      ],
+      removed: [],
+      changed: [
+        "pr-2/web on gateway: https://internal.dev.example.org/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, 20%)",
+        "pr-2/web on internal-gateway: https://internal.dev.hail/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, 20%)",
+      ],
+    });
+    // A resource the state did not have yet: all its routes are added; one gone: all removed.
+    expect(routeChanges({}, { "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }).added.filter((l) => l.startsWith("pr-1/"))).toEqual([
+      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+    ]);
+    expect(routeChanges({ "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }, {}).removed).toContain(
+      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+    );
+  });
+
+  it("reports each change on a line of its own, then what happened", () => {
+    const r = { added: ["a on gateway: x"], removed: ["b on gateway: y"], changed: ["c on gateway: z"], unchanged: false, steps: {}, liveSeconds: 1.26 };
+    expect(report(r)).toEqual(["+ a on gateway: x", "- b on gateway: y", "~ c on gateway: z", "routes live in 1.3s: 1 added, 1 removed, 1 changed"]);
+    expect(report({ ...r, recordedSeconds: 12.04 }).at(-1)).toBe("routes live in 1.3s, recorded in the state in 12.0s: 1 added, 1 removed, 1 changed");
+  });
+
+  it("reads the routes each resource's state holds, none when it holds none", () => {
+    const outputs = { routes: { "pr-1/batch": { match: "m" } } };
+    expect(syncedRoutes([{ urn: "u1", name: "gateway-routes", outputs } as never, { urn: "u2", name: "internal-gateway-routes", outputs: {} } as never])).toEqual({
+      "gateway-routes": { "pr-1/batch": { match: "m" } },
+      "internal-gateway-routes": {},
+    });
+  });
+
+  it("knows while a shift still moves weights (the watcher re-syncs then), and after it does not", () => {
+    const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
+    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(10))).toBe(true);
+    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(100))).toBe(false);
+    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(-1))).toBe(false);
+    expect(shiftsMoving(views({ "pr-1": ["batch"] }, minutesIntoShift(10)), minutesIntoShift(10))).toBe(false);
+  });
+
+  it("plans each resource from its wiring in state and the current stack config, rendered at the instant, not validated yet", () => {
+    const facts = { gateway: "internal-gateway" as const, namespace: "edge", configMap: "internal-xds", config: routingConfig(config()), devNamespaces: {} };
+    const state = [{ urn: "u", name: "internal-gateway-routes", outputs: { ...facts, routes: {}, dataDigest: "", renderedAt: "" } }];
+    const now = minutesIntoShift(20);
+    const [p] = plan(state, { config: config(), kubeconfig: "apiVersion: v1" }, { "pr-2": [shiftedService("web")] }, now);
+    expect(p!.facts).toEqual({ ...facts, devNamespaces: { "pr-2": [shiftedService("web")] }, kubeconfig: "apiVersion: v1" });
+    expect(p!.state).toBe(state[0]);
+    expect(p!.rendered.validated).toBe(false);
+    expect(p!.routes).toEqual(renderRoutes(p!.facts, now).routes);
+    expect(p!.routes["pr-2/web"]!.clusters["pr-2_web_green"]!.weight).toBe(20);
+    expect(p!.digest).toBe(dataDigest(renderRoutes(p!.facts, now).files.xds));
+    expect(plan(state, { config: config() }, {}, now)[0]!.facts).not.toHaveProperty("kubeconfig");
   });
 });

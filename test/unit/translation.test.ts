@@ -4,28 +4,31 @@ import type { Json } from "../../routing/envoy/types.js";
 import { renderGateway, renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { parseStackConfig } from "../../routing/config/load.js";
+import { eachTest } from "./each-test.js";
 import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
-const config = stackConfig("prod");
+const config = eachTest(() => stackConfig("prod"));
 // Ten minutes into web's shift: blue 90, green 10.
-const table = buildRoutingTable(config, { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(10));
-const [gateway, internal] = renderGateways(config, table);
+const table = eachTest(() => buildRoutingTable(config(), { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(10)));
+const rendered = eachTest(() => renderGateways(config(), table()));
+const gateway = () => rendered()[0]!;
+const internal = () => rendered()[1]!;
 
-const routeConfig = (g = gateway!) => g.documents.rds.resources[0] as Json;
-const hosts = (g = gateway!) => routeConfig(g).virtual_hosts as Json[];
-const host = (name: string, g = gateway!) => hosts(g).find((h) => h.name === name)!;
-const cluster = (name: string, g = gateway!) => (g.documents.cds.resources as Json[]).find((c) => c.name === name)!;
-const listener = (name: string, g = gateway!) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
+const routeConfig = (g = gateway()) => g.documents.rds.resources[0] as Json;
+const hosts = (g = gateway()) => routeConfig(g).virtual_hosts as Json[];
+const host = (name: string, g = gateway()) => hosts(g).find((h) => h.name === name)!;
+const cluster = (name: string, g = gateway()) => (g.documents.cds.resources as Json[]).find((c) => c.name === name)!;
+const listener = (name: string, g = gateway()) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
 const networkFilters = (l: Json) => (l.filter_chains as Json[])[0]!.filters as Json[];
 const hcm = (l: Json) => networkFilters(l).find((f) => f.name === "envoy.filters.network.http_connection_manager")!.typed_config as Json;
 const httpFilter = (l: Json, name: string) => (hcm(l).http_filters as Json[]).find((f) => f.name === name)?.typed_config as Json | undefined;
-const mainRoute = (name: string, g = gateway!) => (host(name, g).routes as Json[]).find((r) => get(r, "match.prefix") === "/")!;
+const mainRoute = (name: string, g = gateway()) => (host(name, g).routes as Json[]).find((r) => get(r, "match.prefix") === "/")!;
 const get = (v: unknown, path: string): unknown => path.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], v);
 
 describe("routes", () => {
   it("serves production service s at s.<domain> on the gateway and s.<internalDomain> on the internal-gateway", () => {
     expect(host("batch").domains).toEqual(["batch.hail.is"]);
-    expect(host("batch", internal).domains).toEqual(["batch.hail"]);
+    expect(host("batch", internal()).domains).toEqual(["batch.hail"]);
     const route = mainRoute("batch");
     expect((host("batch").routes as Json[]).at(-1)).toBe(route);
     expect(get(route, "route.cluster")).toBe("default_batch");
@@ -33,7 +36,7 @@ describe("routes", () => {
 
   it("adds a service's aliases on the external gateway only", () => {
     expect(host("www").domains).toEqual(["www.hail.is", "hail.is"]);
-    expect(host("www", internal).domains).toEqual(["www.hail"]);
+    expect(host("www", internal()).domains).toEqual(["www.hail"]);
   });
 
   it("routes /<namespace>/<service> on internal.<domain> with a path-separated prefix, keeping the path", () => {
@@ -138,12 +141,12 @@ describe("clusters", () => {
   });
 
   it("shares one DNS cluster type between every cluster, written once in cds.yaml", () => {
-    const clusters = gateway!.documents.cds.resources as Json[];
-    const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
+    const clusters = gateway().documents.cds.resources as Json[];
+    const statics = (gateway().documents.bootstrap.static_resources as Json).clusters as Json[];
     const dnsStatics = statics.filter((c) => c.name !== "envoy-admin");
     expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver", "gateway-pods"]);
     for (const c of [...clusters.slice(1), ...dnsStatics]) expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
-    const cds = gateway!.xds["cds.yaml"]!;
+    const cds = gateway().xds["cds.yaml"]!;
     expect(cds.match(/DnsCluster/g)).toHaveLength(1);
     const lines = cds.split("\n").filter((l) => l.startsWith("- "));
     expect(lines).toHaveLength(clusters.length);
@@ -161,7 +164,7 @@ describe("clusters", () => {
 
   it("bounds the buffers of the bootstrap's static clusters too (auth, ACME solver, admin)", () => {
     // A static cluster left out would buffer whatever its upstream sends (Envoy's default is 1 MiB per connection).
-    const statics = (gateway!.documents.bootstrap.static_resources as Json).clusters as Json[];
+    const statics = (gateway().documents.bootstrap.static_resources as Json).clusters as Json[];
     expect(statics.map((c) => [c.name, c.per_connection_buffer_limit_bytes])).toEqual([
       ["ext-authz", 32768],
       ["acme-solver", 32768],
@@ -190,37 +193,37 @@ describe("clusters", () => {
   });
 
   it("names clusters <namespace>_<service>: no dots (stats tags) and no ambiguity", () => {
-    const names = (gateway!.documents.cds.resources as Json[]).map((c) => String(c.name));
+    const names = (gateway().documents.cds.resources as Json[]).map((c) => String(c.name));
     expect(names.every((n) => !n.includes(".") && /^[a-z0-9-]+_[a-z0-9-]+(_[a-z0-9-]+)?$/.test(n))).toBe(true);
   });
 });
 
 describe("bootstrap", () => {
-  const bootstrap = gateway!.documents.bootstrap;
+  const bootstrap = () => gateway().documents.bootstrap;
 
   it("keeps listeners static, loads clusters and routes from the watched xDS directory", () => {
-    expect(((bootstrap.static_resources as Json).listeners as Json[]).map((l) => l.name)).toEqual(["http", "https", "health", "metrics"]);
-    expect(get(bootstrap, "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
+    expect(((bootstrap().static_resources as Json).listeners as Json[]).map((l) => l.name)).toEqual(["http", "https", "health", "metrics"]);
+    expect(get(bootstrap(), "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
     expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({ path: "/etc/envoy/xds/rds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
-    expect(bootstrap.node).toEqual({ id: "gateway", cluster: "gateway" });
+    expect(bootstrap().node).toEqual({ id: "gateway", cluster: "gateway" });
   });
 
   it("counts the gateway's own pods in its local cluster: strict DNS on the headless Service <gateway>-pods", () => {
-    expect(bootstrap.cluster_manager).toEqual({ local_cluster_name: "gateway-pods" });
-    const pods = ((bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
+    expect(bootstrap().cluster_manager).toEqual({ local_cluster_name: "gateway-pods" });
+    const pods = ((bootstrap().static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
     expect(get(pods, "cluster_type.typed_config.respect_dns_ttl")).toBe(true);
     expect(get(pods, "load_assignment.endpoints")).toEqual([
       { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "gateway-pods.default.svc.cluster.local", port_value: 8443 } } } }] },
     ]);
     // Nothing is ever sent to it: no TLS, no route names it.
     expect(pods.transport_socket).toBeUndefined();
-    const internalPods = ((internal!.documents.bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
+    const internalPods = ((internal().documents.bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
     expect(get(internalPods, "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address")).toBe("internal-gateway-pods.default.svc.cluster.local");
   });
 
   it("keeps every stat but those of dev/PR clusters beyond what dashboards use, and defers cluster traffic stats", () => {
-    expect(bootstrap.deferred_stat_options).toEqual({ enable_deferred_creation_stats: true });
-    const patterns = get(bootstrap, "stats_config.stats_matcher.inclusion_list.patterns") as Json[];
+    expect(bootstrap().deferred_stat_options).toEqual({ enable_deferred_creation_stats: true });
+    const patterns = get(bootstrap(), "stats_config.stats_matcher.inclusion_list.patterns") as Json[];
     // What Envoy's StringMatcher does with each pattern (safe_regex: the whole name).
     const kept = (name: string) =>
       patterns.some((p) =>
@@ -243,7 +246,7 @@ describe("bootstrap", () => {
   });
 
   it("keeps every stat of every cluster, created with it, when stack config says so", () => {
-    const all = renderGateway({ ...config, stats: { devClusters: "all", deferredCreation: false } }, table, "gateway").documents.bootstrap;
+    const all = renderGateway({ ...config(), stats: { devClusters: "all", deferredCreation: false } }, table(), "gateway").documents.bootstrap;
     expect(all.stats_config).toBeUndefined();
     expect(all.deferred_stat_options).toBeUndefined();
   });
@@ -254,9 +257,9 @@ describe("bootstrap", () => {
       typed_config: { "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig", dns_resolver_options: { no_default_search_domain: true } },
     };
     // In the pod: no resolvers, so c-ares takes the cluster DNS from resolv.conf (a harness address must never leak in here).
-    expect(bootstrap.typed_dns_resolver_config).toEqual(cares);
+    expect(bootstrap().typed_dns_resolver_config).toEqual(cares);
     // Where a DNS server is given (the Envoy harness), it replaces resolv.conf's servers and nothing else.
-    const remapped = renderGateway(config, table, "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } }).documents.bootstrap;
+    const remapped = renderGateway(config(), table(), "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } }).documents.bootstrap;
     expect(remapped.typed_dns_resolver_config).toEqual({
       ...cares,
       typed_config: { ...cares.typed_config, resolvers: [{ socket_address: { address: "127.0.0.1", port_value: 5353 } }] },
@@ -270,7 +273,7 @@ describe("bootstrap", () => {
       "envoy.filters.http.local_ratelimit",
       "envoy.filters.http.router",
     ]);
-    expect((hcm(listener("https", internal)).http_filters as Json[]).map((f) => f.name)).toEqual([
+    expect((hcm(listener("https", internal())).http_filters as Json[]).map((f) => f.name)).toEqual([
       "envoy.filters.http.header_mutation",
       "envoy.filters.http.ext_authz",
       "envoy.filters.http.local_ratelimit",
@@ -324,7 +327,7 @@ describe("bootstrap", () => {
       "https://internal.hail.is/pr-7/batch/jobs?q=a&b=c%3Dd&pct=100%25&name=%C3%A9t%C3%A9&plus=a+b",
       `https://batch.hail.is/${printable}`,
     ]) {
-      const location = locationOf(gateway!, url);
+      const location = locationOf(gateway(), url);
       expect(location).toBe(`https://auth.hail.is/login?next=${encodeURIComponent(url)}`);
       expect(new URL(location).searchParams.get("next")).toBe(url);
     }
@@ -357,7 +360,7 @@ describe("bootstrap", () => {
       upgrade_configs: [{ upgrade_type: "websocket" }],
     });
     expect(listener("https").per_connection_buffer_limit_bytes).toBe(32768);
-    expect(get(bootstrap, "overload_manager.resource_monitors")).toEqual([
+    expect(get(bootstrap(), "overload_manager.resource_monitors")).toEqual([
       { name: "envoy.resource_monitors.fixed_heap", typed_config: expect.objectContaining({ max_heap_size_bytes: Math.floor(2 * 2 ** 30 * 0.8) }) },
       { name: "envoy.resource_monitors.global_downstream_max_connections", typed_config: expect.objectContaining({ max_active_downstream_connections: 50000 }) },
     ]);
@@ -366,10 +369,10 @@ describe("bootstrap", () => {
   it("logs a JSON line per request on the client-facing listeners, or nothing when edge.accessLog is off", () => {
     const log = (g: Json, name: string) => get(hcm(((g.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!), "access_log") as Json[] | undefined;
     for (const name of ["https", "http"]) {
-      expect(log(bootstrap, name)!.map((l) => get(l, "typed_config.@type"))).toEqual(["type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"]);
+      expect(log(bootstrap(), name)!.map((l) => get(l, "typed_config.@type"))).toEqual(["type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"]);
     }
-    expect(get(log(bootstrap, "https")![0], "typed_config.log_format.json_format.status")).toBe("%RESPONSE_CODE%");
-    const off = renderGateway({ ...config, edge: { ...config.edge, accessLog: "off" } }, table, "gateway").documents.bootstrap;
+    expect(get(log(bootstrap(), "https")![0], "typed_config.log_format.json_format.status")).toBe("%RESPONSE_CODE%");
+    const off = renderGateway({ ...config(), edge: { ...config().edge, accessLog: "off" } }, table(), "gateway").documents.bootstrap;
     for (const name of ["https", "http"]) expect(log(off, name), name).toBeUndefined();
   });
 
@@ -378,7 +381,7 @@ describe("bootstrap", () => {
     const ctx = get(tls[0], "transport_socket.typed_config.common_tls_context") as Json;
     expect(get(ctx, "tls_params.tls_minimum_protocol_version")).toBe("TLSv1_2");
     expect((get(ctx, "tls_params.cipher_suites") as string[]).every((c) => c.startsWith("ECDHE-") && /GCM|CHACHA20/.test(c))).toBe(true);
-    expect(gateway!.bootstrap["sds-server-cert.yaml"]).toContain('"/etc/envoy/tls/server/tls.crt"');
+    expect(gateway().bootstrap["sds-server-cert.yaml"]).toContain('"/etc/envoy/tls/server/tls.crt"');
   });
 
   it("redirects plain HTTP to HTTPS but passes ACME challenges to the solver (external gateway)", () => {
@@ -387,12 +390,12 @@ describe("bootstrap", () => {
       { match: { prefix: "/.well-known/acme-challenge/" }, route: { cluster: "acme-solver", timeout: "10s" } },
       { match: { prefix: "/" }, redirect: { https_redirect: true } },
     ]);
-    const internalRoutes = (get(hcm(listener("http", internal)), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
+    const internalRoutes = (get(hcm(listener("http", internal())), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
     expect(internalRoutes).toEqual([{ match: { prefix: "/" }, redirect: { https_redirect: true } }]);
   });
 
   it("keeps the admin interface on 127.0.0.1 and exposes only /stats/prometheus on the metrics listener", () => {
-    expect(get(bootstrap, "admin.address.socket_address.address")).toBe("127.0.0.1");
+    expect(get(bootstrap(), "admin.address.socket_address.address")).toBe("127.0.0.1");
     const routes = (get(hcm(listener("metrics")), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
     expect(routes).toEqual([
       { match: { path: "/stats/prometheus", headers: [{ name: ":method", string_match: { exact: "GET" } }] }, route: { cluster: "envoy-admin", timeout: "10s" } },
@@ -432,7 +435,7 @@ describe("a production service's /metrics", () => {
   });
 
   it("is left alone on the internal gateway: a setting of each gateway (authenticateMetrics), not its name", () => {
-    expect((host("batch", internal).routes as Json[]).map((r) => r.match)).toEqual([{ prefix: "/" }]);
+    expect((host("batch", internal()).routes as Json[]).map((r) => r.match)).toEqual([{ prefix: "/" }]);
     const swapped = renderWith({ "gateways.gateway.authenticateMetrics": false, "gateways.internal-gateway.authenticateMetrics": true }, {}, "internal-gateway");
     expect((hostOf(swapped, "batch").routes as Json[]).map((r) => r.match)).toEqual([{ path_separated_prefix: "/metrics" }, { prefix: "/" }]);
     const off = renderWith({ "gateways.gateway.authenticateMetrics": false });
@@ -480,8 +483,8 @@ describe("browser security headers", () => {
     for (const h of hosts()) expect(h.response_headers_to_add, String(h.name)).toEqual(defaults);
     // One object for every host: written once in rds.yaml, not once per host.
     expect(new Set(hosts().map((h) => h.response_headers_to_add)).size).toBe(1);
-    expect(gateway!.xds["rds.yaml"]!.match(/strict-transport-security/g)).toHaveLength(1);
-    for (const h of hosts(internal)) expect(h.response_headers_to_add, String(h.name)).toBeUndefined();
+    expect(gateway().xds["rds.yaml"]!.match(/strict-transport-security/g)).toHaveLength(1);
+    for (const h of hosts(internal())) expect(h.response_headers_to_add, String(h.name)).toBeUndefined();
   });
 
   it("take a service's overrides: another header, a default dropped, one replacing the service's own", () => {
@@ -525,7 +528,7 @@ describe("retries", () => {
       host_selection_retry_max_attempts: 3,
     });
     for (const h of hosts()) expect(h.retry_policy, String(h.name)).toBe(policy);
-    expect(gateway!.xds["rds.yaml"]!.match(/reset-before-request/g)).toHaveLength(1);
+    expect(gateway().xds["rds.yaml"]!.match(/reset-before-request/g)).toHaveLength(1);
     // Not per route: a dev route costs no bytes for it.
     expect((host("dev").routes as Json[]).every((r) => r.route && (r.route as Json).retry_policy === undefined)).toBe(true);
   });
@@ -573,7 +576,7 @@ describe("route timeouts", () => {
 describe("connection limits of the public listeners", () => {
   it("cap each public listener on its own, first in its filter chain: HTTPS the pod's limit less a tenth for plain HTTP", () => {
     // Last in the chain, after the connection manager, the filter would never see a connection.
-    const first = (name: string, g = gateway!) => networkFilters(listener(name, g))[0]!;
+    const first = (name: string, g = gateway()) => networkFilters(listener(name, g))[0]!;
     expect(first("https")).toEqual({
       name: "envoy.filters.network.connection_limit",
       typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit", stat_prefix: "https", max_connections: 45000 },

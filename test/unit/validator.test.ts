@@ -14,6 +14,7 @@ import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
 import { decode } from "../../routing/validation/decode.js";
 import { envoyApi } from "../../routing/validation/descriptors.js";
 import { checkRules, compileEveryRule } from "../../routing/validation/rules.js";
+import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
 import { ACCEPTED, BROKEN, BROKEN_BASE, brokenBaseDocuments, brokenBaseTable, CORPUS_NOW } from "../fixtures/validator-corpus.js";
 
@@ -103,21 +104,21 @@ describe("validator", () => {
 });
 
 describe("the validator's problems, as the user reads them", () => {
-  const t = buildRoutingTable(stackConfig("prod"), { "pr-1": ["batch"] });
+  const table = eachTest(() => buildRoutingTable(stackConfig("prod"), { "pr-1": ["batch"] }));
   const cluster = (name: string, i: number) => `gateway/cds.yaml cluster "${name}" (resources[${i}])`;
   it("says a problem every cluster shares once, with the count and the config key that set the field", () => {
-    const names = t.production.slice(0, 5).map((s) => s.versions[0]!.cluster);
+    const names = table().production.slice(0, 5).map((s) => s.versions[0]!.cluster);
     const shared = names.map((n, i) => ({ key: cluster(n, i), message: "connect_timeout: must be greater than 0s" }));
-    expect(explainDocumentProblems(shared, t)).toEqual([
+    expect(explainDocumentProblems(shared, table())).toEqual([
       { key: cluster(names[0]!, 0), message: `connect_timeout: must be greater than 0s [set by envoy-gateways:upstream.connectTimeout] (the same in 4 more: ${names.slice(1, 4).join(", ")}, ...)` },
     ]);
   });
   it("names the service of a problem of one cluster", () => {
-    const [p] = explainDocumentProblems([{ key: cluster("pr-1_batch", 30), message: "outlier_detection.max_ejection_percent: must be at most 100" }], t);
+    const [p] = explainDocumentProblems([{ key: cluster("pr-1_batch", 30), message: "outlier_detection.max_ejection_percent: must be at most 100" }], table());
     expect(p!.message).toBe("outlier_detection.max_ejection_percent: must be at most 100 [set by envoy-gateways:upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent, the dev/PR service pr-1/batch]");
   });
   it("leaves a problem it cannot trace as it is", () => {
     const p = { key: "gateway/envoy.yaml", message: "admin.address: is required" };
-    expect(explainDocumentProblems([p], t)).toEqual([p]);
+    expect(explainDocumentProblems([p], table())).toEqual([p]);
   });
 });

@@ -8,18 +8,19 @@ import { parseEnvoyYaml, toXdsYaml } from "../../routing/envoy/xds.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { FIFTY_NAMESPACES_AT, fiftyNamespaces, syntheticNamespaces } from "../fixtures/namespaces.js";
+import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
 
-const config = stackConfig("prod");
+const config = eachTest(() => stackConfig("prod"));
 
 describe("xDS files", () => {
   it("read back (anchors expanded, !ignore dropped) exactly as the documents", () => {
-    const docs = translateGateway(config, buildRoutingTable(config, fiftyNamespaces(), "dev namespaces", FIFTY_NAMESPACES_AT), "gateway");
+    const docs = translateGateway(config(), buildRoutingTable(config(), fiftyNamespaces(), "dev namespaces", FIFTY_NAMESPACES_AT), "gateway");
     for (const doc of [docs.cds, docs.rds]) expect(parseEnvoyYaml(toXdsYaml(doc))).toEqual(JSON.parse(JSON.stringify(doc)));
   });
 
   it("quote every string, so names like no, on and y stay strings under YAML 1.1 rules (as Envoy reads them)", () => {
-    const docs = translateGateway(config, buildRoutingTable(config, { no: ["on", "y"], off: ["yes"] }), "gateway");
+    const docs = translateGateway(config(), buildRoutingTable(config(), { no: ["on", "y"], off: ["yes"] }), "gateway");
     for (const doc of [docs.cds, docs.rds]) {
       const text = toXdsYaml(doc);
       const yaml11 = parse(text.replace(/^!ignore anchors:/m, "anchors:"), { version: "1.1", maxAliasCount: -1 }) as Record<string, unknown>;
@@ -29,7 +30,7 @@ describe("xDS files", () => {
   });
 
   it("write each shared part once and refer to it from every cluster", () => {
-    const docs = translateGateway(config, buildRoutingTable(config, syntheticNamespaces(200)), "gateway");
+    const docs = translateGateway(config(), buildRoutingTable(config(), syntheticNamespaces(200)), "gateway");
     const text = toXdsYaml(docs.cds);
     expect(text.match(/"tls_certificate_sds_secret_configs"/g)).toHaveLength(1);
     const clusterLines = text.split("\n").filter((l) => l.startsWith("- "));
@@ -38,22 +39,22 @@ describe("xDS files", () => {
   });
 
   it("put each route on its own line", () => {
-    const docs = translateGateway(config, buildRoutingTable(config, { "pr-1": ["batch", "ci"] }), "gateway");
+    const docs = translateGateway(config(), buildRoutingTable(config(), { "pr-1": ["batch", "ci"] }), "gateway");
     const lines = toXdsYaml(docs.rds).split("\n");
     expect(lines.filter((l) => l.includes('"path_separated_prefix":"/pr-1/batch"'))).toHaveLength(1);
     expect(lines.filter((l) => l.includes('"path_separated_prefix":"/pr-1/'))).toHaveLength(2);
   });
 
   it("carry 1,500 dev routes on one gateway within one ConfigMap", () => {
-    const files = renderGateway(config, buildRoutingTable(config, syntheticNamespaces(1500)), "gateway");
+    const files = renderGateway(config(), buildRoutingTable(config(), syntheticNamespaces(1500)), "gateway");
     expect(configMapBytes(files.xds)).toBeLessThanOrEqual(CONFIGMAP_LIMIT_BYTES);
   });
 
   it("refuse a table that would not fit, with the counts, before anything is written", () => {
-    const table = buildRoutingTable(config, syntheticNamespaces(1800));
+    const table = buildRoutingTable(config(), syntheticNamespaces(1800));
     let error: unknown;
     try {
-      renderGateway(config, table, "gateway");
+      renderGateway(config(), table, "gateway");
     } catch (e) {
       error = e;
     }
@@ -64,9 +65,9 @@ describe("xDS files", () => {
   });
 
   it("version the content: same table, same version_info; one more route, a new one", () => {
-    const a = translateGateway(config, buildRoutingTable(config, { "pr-1": ["batch"] }), "gateway");
-    const b = translateGateway(config, buildRoutingTable(config, { "pr-1": ["batch"] }), "gateway");
-    const c = translateGateway(config, buildRoutingTable(config, { "pr-1": ["batch", "ci"] }), "gateway");
+    const a = translateGateway(config(), buildRoutingTable(config(), { "pr-1": ["batch"] }), "gateway");
+    const b = translateGateway(config(), buildRoutingTable(config(), { "pr-1": ["batch"] }), "gateway");
+    const c = translateGateway(config(), buildRoutingTable(config(), { "pr-1": ["batch", "ci"] }), "gateway");
     expect(a.cds.version_info).toBe(b.cds.version_info);
     expect(a.cds.version_info).not.toBe(c.cds.version_info);
   });

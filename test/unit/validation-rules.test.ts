@@ -1,0 +1,68 @@
+// The rules annotated in Envoy's API (protoc-gen-validate), as the
+// validator checks them: one case per kind of rule Envoy's messages use,
+// each with the path and message the user reads.
+import { describe, expect, it } from "vitest";
+import { decode } from "../../routing/validation/decode.js";
+import { envoyApi } from "../../routing/validation/descriptors.js";
+import { checkRules } from "../../routing/validation/rules.js";
+
+function violations(type: string, json: unknown): string[] {
+  const decoded = decode(type, json);
+  if (!decoded.ok) throw new Error(`${type} does not decode: ${decoded.path}: ${decoded.error}`);
+  return checkRules(envoyApi().registry.getMessage(type)!, decoded.message).map((v) => `${v.path}: ${v.message}`);
+}
+
+// Each case: the message type, a document, and exactly what is wrong with it.
+const cases: [string, string, unknown, string[]][] = [
+  ["string min_len, uint32 lte, enum defined_only", "envoy.config.core.v3.SocketAddress", { address: "", port_value: 70000, protocol: 7 }, ["protocol: is not a defined Protocol value (got 7)", "address: must not be empty", "port_value: must be at most 65535 (got 70000)"]],
+  ["string pattern", "envoy.config.route.v3.RouteMatch", { path_separated_prefix: "/a/" }, ['path_separated_prefix: must match ^[^?#]+[^?#/]$ (got "/a/")']],
+  ["string prefix", "envoy.config.route.v3.RateLimit.HitsAddend", { format: "x%" }, ['format: must start with "%"']],
+  ["string suffix", "envoy.config.route.v3.RateLimit.HitsAddend", { format: "%x" }, ['format: must end with "%"']],
+  ["string ignore_empty", "envoy.config.route.v3.RateLimit.HitsAddend", { format: "" }, []],
+  ["string in", "envoy.config.core.v3.SchemeHeaderTransformation", { scheme_to_overwrite: "ftp" }, ["scheme_to_overwrite: must be one of http, https"]],
+  ["header name and value, loose (no NUL, CR, LF)", "envoy.config.core.v3.HeaderValue", { key: "a\nb", value: "a\rb" }, ['key: must be a valid HTTP header name (got "a\\nb")', "value: must be a valid HTTP header value"]],
+  ["header name, loose, allows a space", "envoy.config.core.v3.HeaderValue", { key: "a b", value: "v" }, []],
+  ["bytes max_len", "envoy.config.core.v3.HeaderValue", { key: "k", raw_value: Buffer.alloc(16385).toString("base64") }, ["raw_value: must be at most 16384 bytes"]],
+  ["bytes within max_len", "envoy.config.core.v3.HeaderValue", { key: "k", raw_value: Buffer.alloc(16384).toString("base64") }, []],
+  ["string max_bytes, and a deprecated field", "envoy.config.core.v3.KeyValue", { key: "k".repeat(16385) }, ["key: is deprecated in Envoy's API (envoy.config.core.v3.KeyValue.key); use its replacement", "key: must be at most 16384 bytes"]],
+  ["string items of a list", "envoy.config.route.v3.VirtualHost", { name: "v", domains: ["x"], request_headers_to_remove: ["ok", ""] }, ["request_headers_to_remove[1]: must not be empty"]],
+  ["double gte and lte", "envoy.type.v3.Percent", { value: 101 }, ["value: must be at least 0 and at most 100 (got 101)"]],
+  ["double gt", "envoy.config.core.v3.RateLimitSettings", { fill_rate: 0 }, ["fill_rate: must be greater than 0 (got 0)"]],
+  ["double in range", "envoy.config.cluster.v3.Cluster.PreconnectPolicy", { per_upstream_preconnect_ratio: 0.5 }, ["per_upstream_preconnect_ratio: must be at least 1 and at most 3 (got 0.5)"]],
+  ["duration gte and lt, and required", "envoy.config.core.v3.HttpUri", { uri: "x", cluster: "c", timeout: "4294967296s" }, ["timeout: must be at least 0s and less than 4294967296s (got 4294967296s)"]],
+  ["duration required", "envoy.config.core.v3.HttpUri", { uri: "x", cluster: "c" }, ["timeout: is required"]],
+  ["duration outside a range (lte below gte)", "envoy.config.core.v3.QuicKeepAliveSettings", { initial_interval: "0.0005s" }, ["initial_interval: must be at most 0s or at least 0.001s (got 0.0005s)"]],
+  ["duration on either side of the range", "envoy.config.core.v3.QuicKeepAliveSettings", { initial_interval: "0s", max_interval: "1s" }, []],
+  ["enum not_in", "envoy.config.core.v3.HealthCheck.HttpHealthCheck", { path: "/", method: "CONNECT" }, ["method: must not be CONNECT"]],
+  ["uint32 gte and lt", "envoy.config.route.v3.DirectResponseAction", { status: 99 }, ["status: must be at least 200 and less than 600 (got 99)"]],
+  ["uint32 at the bounds", "envoy.config.route.v3.DirectResponseAction", { status: 200 }, []],
+  ["uint32 lte", "envoy.config.core.v3.Pipe", { path: "p", mode: 512 }, ["mode: must be at most 511 (got 512)"]],
+  ["int64 gt", "envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig", { max_active_downstream_connections: 0 }, ["max_active_downstream_connections: must be greater than 0 (got 0)"]],
+  ["repeated min_items of one", "envoy.type.matcher.v3.ListStringMatcher", { patterns: [] }, ["patterns: must have at least one entry"]],
+  ["repeated min_items of two", "envoy.type.matcher.v3.OrMatcher", { value_matchers: [{ null_match: {} }] }, ["value_matchers: must have at least 2 entries"]],
+  ["repeated max_items", "envoy.config.route.v3.VirtualHost", { name: "v", domains: ["x"], request_headers_to_add: Array.from({ length: 1001 }, () => ({ header: { key: "a", value: "b" } })) }, ["request_headers_to_add: must have at most 1000 entries"]],
+  ["repeated unique, and double items", "envoy.config.metrics.v3.HistogramBucketSettings", { match: { exact: "x" }, buckets: [1, 1, 0] }, ["buckets: entries must be unique (1 repeats)", "buckets[2]: must be greater than 0 (got 0)"]],
+  ["uint32 items", "envoy.config.listener.v3.FilterChainMatch", { source_ports: [0, 80, 65536] }, ["source_ports[0]: must be at least 1 and at most 65535 (got 0)", "source_ports[2]: must be at least 1 and at most 65535 (got 65536)"]],
+  ["enum items", "envoy.config.core.v3.HealthStatusSet", { statuses: ["HEALTHY", 9] }, ["statuses[1]: is not a defined HealthStatus value (got 9)"]],
+  ["map keys", "envoy.config.core.v3.Metadata", { filter_metadata: { "": {}, ok: {} } }, ['filter_metadata[""]: key must not be empty']],
+  ["map values", "envoy.service.rate_limit_quota.v3.BucketId", { bucket: { a: "", b: "x" } }, ['bucket["a"]: must not be empty']],
+  ["map min_pairs", "envoy.config.common.matcher.v3.Matcher.MatcherTree.MatchMap", { map: {} }, ["map: needs at least 1 entries"]],
+  ["message required", "envoy.config.core.v3.HeaderValueOption", {}, ["header: is required"]],
+  ["rules inside a required message", "envoy.config.core.v3.HeaderValueOption", { header: { key: "" } }, ["header.key: must not be empty"]],
+  ["Any required", "envoy.config.core.v3.TypedExtensionConfig", { name: "" }, ["name: must not be empty", "typed_config: is required"]],
+  ["rules inside an Any, with its type in the path", "envoy.config.core.v3.TypedExtensionConfig", { name: "x", typed_config: { "@type": "type.googleapis.com/envoy.type.v3.Percent", value: -1 } }, ["typed_config<Percent>.value: must be at least 0 and at most 100 (got -1)"]],
+  ["a required oneof, and durations greater than zero", "envoy.config.core.v3.HealthCheck", { timeout: "0s", interval: "0s" }, [
+    "health_checker: exactly one of http_health_check, tcp_health_check, grpc_health_check, custom_health_check is required",
+    "timeout: must be greater than 0s (got 0s)",
+    "interval: must be greater than 0s (got 0s)",
+    "unhealthy_threshold: is required",
+    "healthy_threshold: is required",
+  ]],
+  ["a wrapper's rules, and a message in a list", "envoy.config.route.v3.VirtualHost", { name: "v", domains: ["x"], routes: [{ match: { prefix: "/" }, direct_response: { status: 700 } }] }, ["routes[0].direct_response.status: must be at least 200 and less than 600 (got 700)"]],
+];
+
+describe("Envoy's API rules", () => {
+  it.each(cases)("%s", (_, type, json, expected) => {
+    expect(violations(type, json)).toEqual(expected);
+  });
+});
