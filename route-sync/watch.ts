@@ -123,6 +123,8 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
     const renderMs = Date.now() - renderStart;
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     if (changed.length === 0) {
+      // Said once, when the watch has read everything: from here on it only acts on changes.
+      if (why.includes("watch started")) options.log(`routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`);
       if (!planned.every(recorded)) queueRecord({ devNamespaces: found.devNamespaces, renderedAt: now.toISOString(), written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])) });
       return;
     }

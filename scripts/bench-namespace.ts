@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     let out = "";
     watch.stdout!.on("data", (d: Buffer) => (out += d));
     watch.stderr!.on("data", (d: Buffer) => (out += d));
-    await until("sync-routes --watch to finish its first sync", 300_000, async () => /synced in/.test(out) || undefined, async () => out);
+    await until("sync-routes --watch to finish its first sync", 300_000, async () => /routes in step|routes live/.test(out) || undefined, async () => out);
 
     const rds = async () => (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: stack!.config.namespace })).data?.["rds.yaml"] ?? "";
     const status = async (path: string) => (await gateway!.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } })).status;

@@ -85,6 +85,7 @@ describe("the bootstrap's static clusters", () => {
   it("are loaded with the same per-connection buffer limit as the routed clusters", async () => {
     const dump = JSON.parse(await h.envoy.admin("/config_dump?resource=static_clusters")) as { configs: Json[] };
     const limits = Object.fromEntries(dump.configs.map((c) => [(c.cluster as Json).name, (c.cluster as Json).per_connection_buffer_limit_bytes]));
-    expect(limits).toEqual({ "ext-authz": h.config.edge.bufferLimitBytes, "acme-solver": h.config.edge.bufferLimitBytes, "envoy-admin": h.config.edge.bufferLimitBytes });
+    const limit = h.config.edge.bufferLimitBytes;
+    expect(limits).toEqual({ "ext-authz": limit, "acme-solver": limit, "envoy-admin": limit, "gateway-pods": limit });
   });
 });

@@ -90,7 +90,8 @@ describe("routing through the gateway pod", () => {
   it("sends dev/PR routes through ext_authz: no credentials is a 302 to the login page, credentials reach the namespace's pod with the path kept", async () => {
     const denied = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5");
     expect(denied.status).toBe(302);
-    expect(denied.headers.location).toBe(`https://auth.${DOMAIN}/login?next=https://${DEV_HOST}/pr-pods/batch/jobs?limit=5`);
+    // The whole original URL comes back after login, percent-encoded.
+    expect(denied.headers.location).toBe(`https://auth.${DOMAIN}/login?next=${encodeURIComponent(`https://${DEV_HOST}/pr-pods/batch/jobs?limit=5`)}`);
     const bearer = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5", { headers: AUTH });
     expect(bearer.status, bearer.body).toBe(200);
     expect(bearer.answer()).toMatchObject({ namespace: "pr-pods", path: "/pr-pods/batch/jobs?limit=5", service: "batch.pr-pods.svc.cluster.local" });
@@ -212,7 +213,7 @@ describe("live reloads", () => {
     let before = 0;
     const marks = { created: 0, routed: 0, removed: 0 };
     try {
-      await until("the watch's first sync", 180_000, async () => /synced in/.test(out) || undefined, async () => out);
+      await until("the watch's first sync", 180_000, async () => /routes in step|routes live/.test(out) || undefined, async () => out);
       before = await cds();
       let i = 0;
       load = startLoad(() => gateway.request(i++ % 2 ? `www.${DOMAIN}` : `batch.${DOMAIN}`, "/"), { rate: 40, maxRequests: 24_000, maxMs: 540_000 });
