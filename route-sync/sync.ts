@@ -116,8 +116,32 @@ export function plan(state: readonly RoutesResourceState[], sync: SyncConfig, de
 
 /** True when the resource's state already holds these facts, routes and files. */
 export function recorded(p: PlannedResource): boolean {
+  return notRecorded(p) === undefined;
+}
+
+/** Why the resource's state does not hold these facts, routes and files (undefined when it does), in a few words. */
+export function notRecorded(p: PlannedResource): string | undefined {
   const o = p.state.outputs;
-  return o.devNamespaces !== undefined && isDeepStrictEqual(factsOf(o), p.facts) && isDeepStrictEqual(o.routes, p.routes) && o.dataDigest === p.digest && o.drift === undefined;
+  if (o.devNamespaces === undefined) return "its state predates the routes resource's facts";
+  const facts = firstDifference(factsOf(o), p.facts);
+  if (facts !== undefined) return `its state's ${facts} differs`;
+  if (!isDeepStrictEqual(o.routes, p.routes)) return "its state's routes differ";
+  if (o.dataDigest !== p.digest) return "its state's files differ";
+  if (o.drift !== undefined) return "its ConfigMap was edited out of band";
+  return undefined;
+}
+
+/** The path of the first place where two JSON-like values differ (undefined when they are equal). */
+function firstDifference(a: unknown, b: unknown, path = ""): string | undefined {
+  if (isDeepStrictEqual(a, b)) return undefined;
+  if (a && b && typeof a === "object" && typeof b === "object" && Array.isArray(a) === Array.isArray(b)) {
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+    for (const k of keys) {
+      const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
+      if (d !== undefined) return d;
+    }
+  }
+  return path || "value";
 }
 
 /** Discovery as the program does it: the routed namespaces and Services, two list requests. */
@@ -193,7 +217,12 @@ export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<Sy
   const now = new Date();
   const planned = await timed("render", () => plan(state, sync, found.devNamespaces, now));
   const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.routes])));
-  if (planned.every(recorded)) return { ...changes, unchanged: true, steps, liveSeconds: seconds() };
+  const reasons = planned.flatMap((p) => {
+    const why = notRecorded(p);
+    return why ? [`${p.state.name}: ${why}`] : [];
+  });
+  if (reasons.length === 0) return { ...changes, unchanged: true, steps, liveSeconds: seconds() };
+  options.log(`recording, because ${reasons.join("; ")}`);
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
   const snapshot = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
   const liveSeconds = seconds();

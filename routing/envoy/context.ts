@@ -161,7 +161,10 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
       return headers;
     },
     securityHeaders(headers) {
-      const list = Object.entries(headers).flatMap(([name, h]) =>
+      // By name: the files must not depend on the order of the mapping's keys (the engine hands state back with its keys sorted).
+      const list = Object.entries(headers)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .flatMap(([name, h]) =>
         h === false ? [] : [{ header: { key: name, value: formatLiteral(h.value) }, append_action: h.replace ? "OVERWRITE_IF_EXISTS_OR_ADD" : "ADD_IF_ABSENT" }],
       );
       const key = JSON.stringify(list);

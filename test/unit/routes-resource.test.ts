@@ -95,6 +95,17 @@ describe("check", () => {
 describe("diff", () => {
   const news = (f = facts(), when = at) => checkRoutes(f, when).inputs!;
 
+  it("reports no change for the facts as the engine hands state back: every mapping's keys sorted", () => {
+    // Security headers are a mapping whose defaults are not in name order: the files must not follow the keys' order.
+    const sorted = (v: unknown): unknown =>
+      Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v;
+    const f = facts({ devNamespaces: { "pr-12": ["batch"] } });
+    expect(Object.keys(f.config.gateways.gateway.securityHeaders)).not.toEqual(Object.keys(f.config.gateways.gateway.securityHeaders).sort());
+    const state = sorted(written(f)) as RoutesOutputs;
+    expect(diffRoutes(state, { ...f, routes: state.routes }, at).changes).toBe(false);
+    expect(dataDigest(renderRoutes(state, at).files.xds)).toBe(state.dataDigest);
+  });
+
   it("reports no change for the same facts at the same weights", () => {
     expect(diffRoutes(written(facts()), news(), at)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
   });

@@ -473,10 +473,11 @@ describe("a production service's /metrics", () => {
 });
 
 describe("browser security headers", () => {
+  // In name order, whatever the order of the mapping's keys.
   const defaults = [
+    { header: { key: "referrer-policy", value: "strict-origin-when-cross-origin" }, append_action: "ADD_IF_ABSENT" },
     { header: { key: "strict-transport-security", value: "max-age=31536000" }, append_action: "ADD_IF_ABSENT" },
     { header: { key: "x-content-type-options", value: "nosniff" }, append_action: "ADD_IF_ABSENT" },
-    { header: { key: "referrer-policy", value: "strict-origin-when-cross-origin" }, append_action: "ADD_IF_ABSENT" },
   ];
 
   it("are added by the external gateway to every host's responses that lack them, from one shared list; none on the internal gateway", () => {
@@ -507,9 +508,9 @@ describe("browser security headers", () => {
   it("merge a gateway's own over the defaults, and escape % so Envoy does not read it as a command", () => {
     const files = renderWith({ "gateways.gateway.securityHeaders": { "referrer-policy": false, "content-security-policy": "img-src data: 'self' https://x.org/a%20b" } });
     expect(hostOf(files, "batch").response_headers_to_add).toEqual([
-      defaults[0],
-      defaults[1],
       { header: { key: "content-security-policy", value: "img-src data: 'self' https://x.org/a%%20b" }, append_action: "ADD_IF_ABSENT" },
+      defaults[1],
+      defaults[2],
     ]);
     expect(hostOf(renderWith({ "gateways.gateway.securityHeaders": { "strict-transport-security": false, "x-content-type-options": false, "referrer-policy": false } }), "batch").response_headers_to_add).toBeUndefined();
   });
