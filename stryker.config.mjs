@@ -29,7 +29,7 @@ export default {
   mutate: [
     "routing/**/*.ts",
     "routes-provider/core.ts",
-    ...functionsOf("route-sync/sync.ts", ["syncedRoutes", "shiftsMoving", "routeChanges", "plan", "recorded", "report"]),
+    ...functionsOf("route-sync/sync.ts", ["syncedRoutes", "shiftsMoving", "routeChanges", "plan", "recorded", "notRecorded", "report"]),
     "route-sync/lock.ts",
     "policy/policies.ts",
     "program/stack.ts",

@@ -48,6 +48,8 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
   // What each routes resource's ConfigMap holds (as far as this process knows), and the routes that gives.
   const written: Record<string, string> = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
   let live: SyncedRoutes = syncedRoutes(state);
+  /** Whether a step has run on everything the watch read when it started. */
+  let caughtUp = false;
   let stopping = false;
   let debounce: NodeJS.Timeout | undefined;
   let reasons: string[] = [];
@@ -123,11 +125,13 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
     const renderMs = Date.now() - renderStart;
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     if (changed.length === 0) {
-      // Said once, when the watch has read everything: from here on it only acts on changes.
-      if (why.includes("watch started")) options.log(`routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`);
+      // Said once, after the first step on everything the watch read: from here on it only acts on changes.
+      if (!caughtUp) options.log(`routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`);
+      caughtUp = true;
       if (!planned.every(recorded)) queueRecord({ devNamespaces: found.devNamespaces, renderedAt: now.toISOString(), written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])) });
       return;
     }
+    caughtUp = true;
     const writeStart = Date.now();
     const snapshot = await writeLive(planned, found.devNamespaces, now, written);
     const writeMs = Date.now() - writeStart;
