@@ -97,7 +97,7 @@ async function main(): Promise<void> {
       await w.waitNamespaceGone(ns);
     }
 
-    console.log(`\n${count} namespaces, one at a time (sync-routes --watch, debounce 2s; kubelet defaults; poll every ${POLL_MS} ms)\n`);
+    console.log(`\n${count} namespaces, one at a time (sync-routes --watch, its default debounce of 300ms; kubelet defaults; poll every ${POLL_MS} ms)\n`);
     console.log("namespace      first 200  (ConfigMap)   404 after  (ConfigMap)");
     for (const t of timings) {
       console.log(`${t.namespace.padEnd(13)} ${seconds(t.add).padStart(9)}  ${seconds(t.addConfigMap).padStart(11)}   ${seconds(t.remove).padStart(9)}  ${seconds(t.removeConfigMap).padStart(11)}`);
