@@ -222,7 +222,8 @@ export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<Sy
     return why ? [`${p.state.name}: ${why}`] : [];
   });
   if (reasons.length === 0) return { ...changes, unchanged: true, steps, liveSeconds: seconds() };
-  options.log(`recording, because ${reasons.join("; ")}`);
+  // With routes to add, remove or change, that is the reason; otherwise say why the state is behind.
+  if (changes.added.length + changes.removed.length + changes.changed.length === 0) options.log(`recording, because ${reasons.join("; ")}`);
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
   const snapshot = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
   const liveSeconds = seconds();
