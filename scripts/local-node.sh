@@ -406,7 +406,9 @@ node_teardown() {
   # The shims' sockets (under /run/containerd/s), to remove if a shim was killed.
   local sockets=()
   for f in "$NODE_DIR"/containerd/state/io.containerd.runtime.v2.task/*/*/address; do
-    [[ -f "$f" ]] && sockets+=("$(sed 's|^unix://||' "$f")")
+    # A shim may exit (and remove its directory) between the glob and the read.
+    local socket
+    socket="$(sed 's|^unix://||' "$f" 2>/dev/null)" && [[ -n "$socket" ]] && sockets+=("$socket")
   done
   stop_one containerd || rc=1
   # Shims of this containerd (their command line names its socket) and anything left in
