@@ -60,7 +60,7 @@ export class HeadlessService extends pulumi.ComponentResource {
       { ...child, deleteBeforeReplace: true },
     );
     if (args.image) {
-      this.deployment = new k8s.apps.v1.Deployment(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations }, spec: workloadSpec(args, selector) }, child);
+      this.deployment = new k8s.apps.v1.Deployment(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations }, spec: serviceWorkloadSpec({ name: args.serviceName, image: args.image!, replicas: args.replicas }, selector) }, child);
       if (args.replicas > 1) {
         new k8s.policy.v1.PodDisruptionBudget(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels }, spec: { maxUnavailable: 1, selector: { matchLabels: selector } } }, child);
       }
@@ -81,9 +81,14 @@ export function podTlsSecretName(serviceName: string): string {
   return `${serviceName}-tls`;
 }
 
-function workloadSpec(args: HeadlessServiceArgs, selector: Record<string, string>): k8s.types.input.apps.v1.DeploymentSpec {
+/**
+ * The Deployment spec of a routed service's pods: TLS on 443 with the Secret
+ * <service>-tls, hardened, rolling without losing capacity. Plain data, so the
+ * e2e stand-in pods run exactly what the program declares.
+ */
+export function serviceWorkloadSpec(service: { name: string; image: string; replicas: number }, selector: Record<string, string>): k8s.types.input.apps.v1.DeploymentSpec {
   return {
-    replicas: args.replicas,
+    replicas: service.replicas,
     selector: { matchLabels: selector },
     strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
     template: {
@@ -92,15 +97,15 @@ function workloadSpec(args: HeadlessServiceArgs, selector: Record<string, string
         securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
         containers: [
           {
-            name: args.serviceName,
-            image: args.image!,
+            name: service.name,
+            image: service.image,
             ports: [{ name: "https", containerPort: UPSTREAM_PORT }],
             readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
             securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
             volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
           },
         ],
-        volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(args.serviceName) } }],
+        volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(service.name) } }],
       },
     },
   };

@@ -6,7 +6,7 @@
 import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from "@kubernetes/client-node";
 import { LABEL, routingLabels } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
-import { podTlsSecretName, POD_TLS_DIR } from "../../components/headless-service.js";
+import { serviceWorkloadSpec } from "../../components/headless-service.js";
 import type { LocalCluster } from "./cluster.js";
 import { applySecret, localImages, WorkloadPki } from "./local-stack.js";
 
@@ -131,33 +131,13 @@ export class Workloads {
   }
 }
 
-/** The stand-in pod's Deployment: the shape the program declares for a production service with an image. */
+/** The stand-in pod's Deployment: the program's own spec for a production service with an image. */
 function deployment(namespace: string, spec: RoutedServiceSpec): V1Deployment {
   const selector = { [LABEL.app]: spec.name };
   return {
     metadata: { name: spec.name, namespace, labels: selector },
-    spec: {
-      replicas: spec.replicas ?? 1,
-      selector: { matchLabels: selector },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      template: {
-        metadata: { labels: selector },
-        spec: {
-          securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-          containers: [
-            {
-              name: spec.name,
-              image: spec.image ?? localImages().echo,
-              ports: [{ name: "https", containerPort: UPSTREAM_PORT }],
-              readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
-              volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
-            },
-          ],
-          volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(spec.name) } }],
-        },
-      },
-    },
+    // Plain values only (no Outputs), so it is the client's type too.
+    spec: serviceWorkloadSpec({ name: spec.name, image: spec.image ?? localImages().echo, replicas: spec.replicas ?? 1 }, selector) as V1Deployment["spec"],
   };
 }
 
