@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { engineErrorLines } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
-import { plan, recorded, report, routeChanges, shiftsMoving, syncedRoutes, writeLive } from "../../route-sync/sync.js";
+import { notRecorded, plan, recorded, report, routeChanges, shiftsMoving, syncedRoutes, writeLive } from "../../route-sync/sync.js";
 import { renderRoutes } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
@@ -64,6 +64,22 @@ describe("sync-routes: what needs an engine run", () => {
     expect(recorded(plan([{ ...r!, outputs: old as never }], { config: config() }, dev, at)[0]!)).toBe(false);
     expect(recorded(plan([{ ...r!, outputs: { ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } } }], { config: config() }, dev, at)[0]!)).toBe(false);
   });
+  it("says why a record is needed: which part of the state differs, by its path, never its value", () => {
+    const [r] = stateOf(dev, at);
+    const why = (outputs: object, devNamespaces: Record<string, unknown> = dev, kubeconfig?: string) =>
+      notRecorded(plan([{ ...r!, outputs: outputs as never }], { config: config(), ...(kubeconfig ? { kubeconfig } : {}) }, devNamespaces as never, at)[0]!);
+    expect(why(r!.outputs)).toBeUndefined();
+    const { devNamespaces: _, ...old } = r!.outputs;
+    expect(why(old)).toBe("its state predates the routes resource's facts");
+    expect(why(r!.outputs, { ...dev, "pr-3": ["ci"] })).toBe("its state's devNamespaces.pr-3 differs");
+    const replicas = { ...r!.outputs, config: { ...r!.outputs.config, gateways: { ...r!.outputs.config.gateways, gateway: { ...r!.outputs.config.gateways.gateway, replicas: 7 } } } };
+    expect(why(replicas)).toBe("its state's config.gateways.gateway.replicas differs");
+    expect(why(r!.outputs, dev, "apiVersion: v1 # secret-token")).toBe("its state's kubeconfig differs");
+    expect(why({ ...r!.outputs, routes: {} })).toBe("its state's routes differ");
+    expect(why({ ...r!.outputs, dataDigest: "0".repeat(64) })).toBe("its state's files differ");
+    expect(why({ ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } })).toBe("its ConfigMap was edited out of band");
+  });
+
   it("a record when the kubeconfig to write with changed", () => {
     expect(plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(false);
   });
