@@ -119,11 +119,18 @@ export function recorded(p: PlannedResource): boolean {
   return notRecorded(p) === undefined;
 }
 
-/** Why the resource's state does not hold these facts, routes and files (undefined when it does), in a few words. */
+/**
+ * Why the resource's state does not hold these facts, routes and files
+ * (undefined when it does), in a few words. The kubeconfig is not compared:
+ * it is a secret the state is read without (stack.ts), and a changed one is
+ * recorded by the next sync that writes, or by `pulumi up` with the
+ * Kubernetes provider's.
+ */
 export function notRecorded(p: PlannedResource): string | undefined {
   const o = p.state.outputs;
   if (o.devNamespaces === undefined) return "its state predates the routes resource's facts";
-  const facts = firstDifference(factsOf(o), p.facts);
+  const { kubeconfig: _, ...wanted } = p.facts;
+  const facts = firstDifference(factsOf(o), wanted);
   if (facts !== undefined) return `its state's ${facts} differs`;
   if (!isDeepStrictEqual(o.routes, p.routes)) return "its state's routes differ";
   if (o.dataDigest !== p.digest) return "its state's files differ";

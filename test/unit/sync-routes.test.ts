@@ -1,6 +1,6 @@
 // What sync-routes prints: the routes added, removed and changed between two states.
 import { describe, expect, it } from "vitest";
-import { engineErrorLines } from "../../route-sync/stack.js";
+import { engineErrorLines, routesOf } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
 import { notRecorded, plan, recorded, report, routeChanges, shiftsMoving, syncedRoutes, writeLive } from "../../route-sync/sync.js";
 import { renderRoutes } from "../../routes-provider/core.js";
@@ -74,14 +74,35 @@ describe("sync-routes: what needs an engine run", () => {
     expect(why(r!.outputs, { ...dev, "pr-3": ["ci"] })).toBe("its state's devNamespaces.pr-3 differs");
     const replicas = { ...r!.outputs, config: { ...r!.outputs.config, gateways: { ...r!.outputs.config.gateways, gateway: { ...r!.outputs.config.gateways.gateway, replicas: 7 } } } };
     expect(why(replicas)).toBe("its state's config.gateways.gateway.replicas differs");
-    expect(why(r!.outputs, dev, "apiVersion: v1 # secret-token")).toBe("its state's kubeconfig differs");
     expect(why({ ...r!.outputs, routes: {} })).toBe("its state's routes differ");
     expect(why({ ...r!.outputs, dataDigest: "0".repeat(64) })).toBe("its state's files differ");
     expect(why({ ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } })).toBe("its ConfigMap was edited out of band");
   });
 
-  it("a record when the kubeconfig to write with changed", () => {
-    expect(plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(false);
+  it("no record for a changed kubeconfig alone: the state is read without its secrets; the next write or `pulumi up` records it", () => {
+    expect(plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1 # rotated" }, dev, at).every(recorded)).toBe(true);
+    // With a route to write, the planned facts carry the stack config's kubeconfig, which the record step stores.
+    const [p] = plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1 # rotated" }, { ...dev, "pr-3": ["ci"] }, at);
+    expect(recorded(p!)).toBe(false);
+    expect(p!.facts.kubeconfig).toBe("apiVersion: v1 # rotated");
+  });
+
+  it("reads the routes resources of an exported stack without their secrets", () => {
+    const secret = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "v1:abc" };
+    const [r] = stateOf(dev, at);
+    const exported = {
+      deployment: {
+        resources: [
+          { urn: "urn:pulumi:dev::envoy-gateways::pulumi:pulumi:Stack::envoy-gateways-dev", type: "pulumi:pulumi:Stack", outputs: { routes: {} } },
+          { urn: r!.urn, type: "pulumi-nodejs:dynamic/envoy-gateways:Routes", outputs: { ...r!.outputs, kubeconfig: secret } },
+          { urn: "urn:pulumi:dev::envoy-gateways::pulumi:providers:kubernetes::kubernetes", type: "pulumi:providers:kubernetes", outputs: { kubeconfig: secret } },
+        ],
+      },
+    };
+    expect(routesOf(exported)).toEqual([{ urn: r!.urn, name: "gateway-routes", outputs: r!.outputs }]);
+    expect(routesOf({ deployment: {} })).toEqual([]);
+    // What it read is what the sync compares: nothing to record.
+    expect(plan(routesOf(exported), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(true);
   });
 
   it("validates every gateway's files before it writes any: too many routes for a ConfigMap write nothing", async () => {
