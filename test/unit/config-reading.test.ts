@@ -2,8 +2,7 @@
 // Pulumi reads it, errors naming file and line), the routes resources'
 // routing config, and the messages for unknown keys, missing keys and
 // secrets.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../routing/config/errors.js";
@@ -13,6 +12,7 @@ import { parseYamlSource } from "../../routing/config/yaml-source.js";
 import { locatedInFile, parseNamespaces, readNamespacesFile, readNamespacesSource } from "../../routing/namespaces.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { minimalRaw, withValue } from "./fixtures.js";
+import { tempDir } from "./temp-dir.js";
 
 /** The lines of the error `f` throws, after its first; and its first. */
 function refusal(f: () => unknown): { subject: string; lines: string[] } {
@@ -26,7 +26,7 @@ function refusal(f: () => unknown): { subject: string; lines: string[] } {
   throw new Error("accepted");
 }
 const file = (name: string, text: string) => {
-  const path = join(mkdtempSync(join(tmpdir(), "config-")), name);
+  const path = join(tempDir("config-"), name);
   writeFileSync(path, text);
   return path;
 };
@@ -149,7 +149,7 @@ describe("a stack file", () => {
     const list = file("Pulumi.l.yaml", "config: [a]\n");
     expect(refusal(() => readStackFile(list))).toEqual({ subject: `stack file ${list}: 1 problem`, lines: [`${list}: config: must be a mapping of config keys (got ["a"])`] });
     expect(refusal(() => readStackFile("/nonexistent/Pulumi.x.yaml"))).toEqual({ subject: "stack file /nonexistent/Pulumi.x.yaml: 1 problem", lines: ["/nonexistent/Pulumi.x.yaml: cannot be read: no such file"] });
-    const dir = mkdtempSync(join(tmpdir(), "config-"));
+    const dir = tempDir("config-");
     expect(refusal(() => readStackFile(dir)).lines).toEqual([`${dir}: cannot be read: EISDIR: illegal operation on a directory, read`]);
   });
 
@@ -178,7 +178,7 @@ describe("a namespaces file", () => {
     expect(refusal(() => parseNamespaces("- pr-1\n", "ns.yaml"))).toEqual({ subject: "namespaces file ns.yaml: 1 problem", lines: ['ns.yaml: must be a mapping of namespace -> list of services (got ["pr-1"])'] });
     expect(refusal(() => parseNamespaces("pr-1\n", "ns.yaml")).lines).toEqual(['ns.yaml: must be a mapping of namespace -> list of services (got "pr-1")']);
     expect(refusal(() => readNamespacesSource("/nonexistent/ns.yaml"))).toEqual({ subject: "namespaces file /nonexistent/ns.yaml: 1 problem", lines: ["/nonexistent/ns.yaml: cannot be read: no such file"] });
-    const dir = mkdtempSync(join(tmpdir(), "ns-"));
+    const dir = tempDir("ns-");
     expect(refusal(() => readNamespacesSource(dir)).lines).toEqual([`${dir}: cannot be read: EISDIR: illegal operation on a directory, read`]);
     const { subject, lines } = refusal(() => parseNamespaces("a: [\nb: 1\n", "ns.yaml"));
     expect(subject).toMatch(/^namespaces file ns\.yaml: \d+ problems?$/);

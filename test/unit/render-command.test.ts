@@ -1,14 +1,14 @@
 // `npm run render`, as a reviewer runs it: what it writes, and that every
 // refused input or output leaves an earlier render byte for byte as it was.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
 import { renderCommand } from "../../scripts/render.js";
 import { minimalRaw, ROOT, withValue } from "./fixtures.js";
+import { tempDir } from "./temp-dir.js";
 
 /** Runs the command in this process: its exit code and what it printed. */
 function render(...args: string[]) {
@@ -27,7 +27,7 @@ function tree(dir: string): Record<string, string> {
 
 /** A project directory with stack `s` holding `raw` as its config, and an earlier good render in `out`. */
 function project(raw: Record<string, unknown>): { dir: string; out: string; before: Record<string, string> } {
-  const dir = mkdtempSync(join(tmpdir(), "render-"));
+  const dir = tempDir("render-");
   writeFileSync(join(dir, "Pulumi.good.yaml"), stringify({ config: Object.fromEntries(Object.entries(minimalRaw()).map(([k, v]) => [`envoy-gateways:${k}`, v])) }));
   writeFileSync(join(dir, "Pulumi.s.yaml"), stringify({ config: Object.fromEntries(Object.entries(raw).map(([k, v]) => [`envoy-gateways:${k}`, v])) }));
   const out = join(dir, "out");
@@ -37,7 +37,7 @@ function project(raw: Record<string, unknown>): { dir: string; out: string; befo
 
 describe("render command", () => {
   it("writes envoy.yaml, cds.yaml and rds.yaml per gateway, including the namespaces file's routes", () => {
-    const dir = mkdtempSync(join(tmpdir(), "render-"));
+    const dir = tempDir("render-");
     const ns = join(dir, "ns.yaml");
     writeFileSync(ns, "pr-12: [batch]\n");
     const out = join(dir, "out");
@@ -53,7 +53,7 @@ describe("render command", () => {
   });
 
   it("runs as `npm run render` does (a process of its own)", { timeout: 60_000 }, () => {
-    const dir = mkdtempSync(join(tmpdir(), "render-"));
+    const dir = tempDir("render-");
     const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "scripts", "render.ts"), "--stack", "dev", "--out", join(dir, "out")], { cwd: ROOT, encoding: "utf8" });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
@@ -61,7 +61,7 @@ describe("render command", () => {
   });
 
   it("reads YAML as Pulumi does: anchors, aliases and merge keys", () => {
-    const dir = mkdtempSync(join(tmpdir(), "render-"));
+    const dir = tempDir("render-");
     const dev = readFileSync(join(ROOT, "Pulumi.dev.yaml"), "utf8");
     // The internal gateway's settings as a merge of the gateway's, with its own TLS.
     const merged = dev.replace("    gateway:\n      replicas: 1", "    gateway: &gw\n      replicas: 1").replace(/    internal-gateway:\n(      .*\n|        .*\n)+?      tls:/, "    internal-gateway:\n      <<: *gw\n      tls:");
@@ -175,7 +175,7 @@ describe("refused output: one line, nothing changed", () => {
 
   it("a directory it may not write in (a non-root user)", { timeout: 60_000 }, () => {
     // As root every directory is writable: this case needs another user, which only root can become.
-    const dir = mkdtempSync(join(tmpdir(), "render-ro-"));
+    const dir = tempDir("render-ro-");
     mkdirSync(join(dir, "locked"));
     chmodSync(dir, 0o755);
     chmodSync(join(dir, "locked"), 0o555);

@@ -2,8 +2,6 @@
 // annotations, the gateway pods it tells, what refresh finds, and what delete
 // leaves, against an in-memory stand-in for the Kubernetes API (the real API
 // server is test/e2e/routes.test.ts's).
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { routesProvider } from "../../components/routes.js";
@@ -14,6 +12,7 @@ import { readRoutes, removeRoutes, renderRoutes, RoutesInputError, writeRoutes, 
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, ROOT, shiftedService, stackConfig } from "./fixtures.js";
+import { tempDir } from "./temp-dir.js";
 
 /** The cluster as the routes resource sees it: ConfigMaps by namespace/name, and what it was asked to do. */
 const cluster = vi.hoisted(() => ({
@@ -299,7 +298,7 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
   });
 
   it("refuses to run outside a checkout of the project, saying so", async () => {
-    const elsewhere = mkdtempSync(join(tmpdir(), "not-a-checkout-"));
+    const elsewhere = tempDir("not-a-checkout-");
     const cwd = process.cwd();
     process.chdir(elsewhere);
     try {
