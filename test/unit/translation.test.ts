@@ -1,6 +1,7 @@
 // What the gateways are told to do, read from the generated documents.
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../routing/envoy/types.js";
+import { notStartingWith } from "../../routing/envoy/stats.js";
 import { renderGateway, renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { parseStackConfig } from "../../routing/config/load.js";
@@ -243,6 +244,17 @@ describe("bootstrap", () => {
     }
     // A dev namespace whose name starts like the stack's namespace is still a dev one.
     expect(kept("cluster.default-2_batch.upstream_cx_total")).toBe(false);
+  });
+
+  it("matches, with one RE2-safe regex, exactly the names that do not start with a prefix, whatever characters the prefix has", () => {
+    // Every name (never empty, as a stat's) up to one character longer than the prefix, over the prefix's characters and one other: the regex must agree with startsWith on each.
+    for (const prefix of ["cluster.", "a]b", "x\\^", "-.*", "(a|b)?"]) {
+      const re = new RegExp(`^(?:${notStartingWith(prefix)})$`);
+      const alphabet = [...new Set([...prefix, "z"])];
+      let names = [""];
+      for (let length = 1; length <= Math.min(prefix.length + 1, 5); length++) names = [...names, ...names.filter((n) => n.length === length - 1).flatMap((n) => alphabet.map((c) => n + c))];
+      for (const name of [...names.slice(1), prefix, `${prefix}rest`, prefix.slice(0, -1)]) expect(re.test(name), `${JSON.stringify(prefix)} against ${JSON.stringify(name)}`).toBe(!name.startsWith(prefix));
+    }
   });
 
   it("keeps every stat of every cluster, created with it, when stack config says so", () => {
