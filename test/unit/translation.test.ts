@@ -354,6 +354,13 @@ describe("bootstrap", () => {
     const https = ((files.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
     const value = get((get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value") as string;
     expect(value).toContain("'https://auth.example.org/log\\u0028in\\u0029\\u002520\\u0027x\\u0027?from=a\\u002520b&next='");
+    // Beyond the Basic Multilingual Plane a character is one \U escape of 8 digits (CEL), not two of a surrogate pair.
+    const astral = withValue(minimalRaw(), "auth", { loginUrl: "https://auth.example.org/login?from=\u{1F984}\u00e9" });
+    const astralFiles = renderGateway(parseStackConfig(astral), buildRoutingTable(parseStackConfig(astral)), "gateway");
+    const astralHttps = ((astralFiles.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
+    expect(get((get(httpFilter(astralHttps, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value")).toContain(
+      "'https://auth.example.org/login?from=\\U0001f984\\u00e9&next='",
+    );
   });
 
   it("hardens the edge as Envoy's guidance lists", () => {
