@@ -23,24 +23,29 @@ export interface EnvoyApi {
 
 let api: EnvoyApi | undefined;
 
+/** The pinned Envoy API, loaded from DESCRIPTOR_FILE on first use. */
 export function envoyApi(): EnvoyApi {
-  if (api) return api;
-  if (!existsSync(DESCRIPTOR_FILE)) {
+  api ??= loadEnvoyApi(DESCRIPTOR_FILE);
+  return api;
+}
+
+/** Envoy's API from a descriptor set file, refused with the command that builds it when it is missing or lacks the validate rules. */
+export function loadEnvoyApi(file: string): EnvoyApi {
+  if (!existsSync(file)) {
     throw new Error(
-      `Envoy API descriptors not found at ${DESCRIPTOR_FILE}: run \`bash scripts/build-components.sh --only envoy-api\` (it builds them for the pinned Envoy version and installs them there)`,
+      `Envoy API descriptors not found at ${file}: run \`bash scripts/build-components.sh --only envoy-api\` (it builds them for the pinned Envoy version and installs them there)`,
     );
   }
-  const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(DESCRIPTOR_FILE)));
+  const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(file)));
   const ext = (name: string): DescExtension => {
     const e = registry.getExtension(name);
-    if (!e) throw new Error(`Envoy API descriptors at ${DESCRIPTOR_FILE} lack ${name}; rebuild them with \`bash scripts/build-components.sh --rebuild envoy-api\``);
+    if (!e) throw new Error(`Envoy API descriptors at ${file} lack ${name}; rebuild them with \`bash scripts/build-components.sh --rebuild envoy-api\``);
     return e;
   };
-  api = {
+  return {
     registry,
     fieldRules: ext("validate.rules"),
     oneofRequired: ext("validate.required"),
     messageDisabled: ext("validate.disabled"),
   };
-  return api;
 }

@@ -2,6 +2,10 @@
 // the resource and field path named, documents Envoy would refuse. The corpus
 // (test/fixtures/validator-corpus.ts) is also loaded into the real Envoy by
 // test/e2e/envoy-validator.test.ts.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { translateGateway } from "../../routing/envoy/gateway.js";
 import type { Json } from "../../routing/envoy/types.js";
@@ -12,7 +16,8 @@ import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import type { Problem } from "../../routing/config/errors.js";
 import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
 import { decode } from "../../routing/validation/decode.js";
-import { envoyApi } from "../../routing/validation/descriptors.js";
+import { DESCRIPTOR_FILE, envoyApi, loadEnvoyApi } from "../../routing/validation/descriptors.js";
+import { tempDir } from "./temp-dir.js";
 import { checkRules, compileEveryRule } from "../../routing/validation/rules.js";
 import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
@@ -91,6 +96,21 @@ describe("validator", () => {
     const registry = envoyApi().registry;
     expect(checkRules(registry.getMessage("envoy.config.core.v3.KeyValue")!, kv.message).map((v) => v.path)).toContain("key");
     expect(checkRules(registry.getMessage("envoy.config.core.v3.KeyValueAppend")!, append.message).map((v) => v.path)).toEqual(["entry"]);
+  });
+
+  it("refuses a missing descriptor set, or one without the validate rules, naming the file and the command that builds it", () => {
+    const dir = tempDir("descriptors-");
+    expect(() => loadEnvoyApi(join(dir, "none.binpb"))).toThrow(
+      `Envoy API descriptors not found at ${join(dir, "none.binpb")}: run \`bash scripts/build-components.sh --only envoy-api\``,
+    );
+    // A descriptor set of Envoy's API files alone, without protoc-gen-validate's: it lacks the rules' extensions.
+    const withoutRules = create(FileDescriptorSetSchema, { file: [create(FileDescriptorProtoSchema, { name: "envoy/x.proto", package: "envoy.x", syntax: "proto3" })] });
+    writeFileSync(join(dir, "no-rules.binpb"), toBinary(FileDescriptorSetSchema, withoutRules));
+    expect(() => loadEnvoyApi(join(dir, "no-rules.binpb"))).toThrow(
+      `Envoy API descriptors at ${join(dir, "no-rules.binpb")} lack validate.rules; rebuild them with \`bash scripts/build-components.sh --rebuild envoy-api\``,
+    );
+    // The installed one has them all.
+    expect(loadEnvoyApi(DESCRIPTOR_FILE).fieldRules.typeName).toBe("validate.rules");
   });
 
   it("compiles every rule of Envoy 1.40's API, more than the older API copy had", () => {
