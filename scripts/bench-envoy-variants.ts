@@ -26,6 +26,7 @@ import { parseArgs } from "node:util";
 import { stringify, parse } from "yaml";
 import { renderGateway } from "../routing/render.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
+import type { Json } from "../routing/envoy/types.js";
 import { serviceHost } from "../routing/names.js";
 import { GatewayHarness } from "../test/harness/gateway.js";
 import { ConfigMapVolume } from "../test/harness/configmap-volume.js";
@@ -35,7 +36,22 @@ import { e2eHarnessOptions } from "../test/harness/stack.js";
 
 const run = promisify(execFile);
 const HOST = "www.hail.is";
-type J = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type J = Json;
+
+/** The parsed files are walked by hand here: each step checks the shape it expects and says where it differs. */
+function obj(v: unknown, where: string): J {
+  if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error(`${where}: expected a mapping`);
+  return v as J;
+}
+function list(v: unknown, where: string): J[] {
+  if (!Array.isArray(v)) throw new Error(`${where}: expected a list`);
+  return v.map((x, i) => obj(x, `${where}[${i}]`));
+}
+function named(items: J[], name: string, where: string): J {
+  const found = items.find((i) => i.name === name);
+  if (!found) throw new Error(`${where}: no entry named ${name}`);
+  return found;
+}
 
 interface Variant {
   name: string;
@@ -45,32 +61,41 @@ interface Variant {
   change?: (files: { bootstrap: J; cds: J; rds: J }) => void;
 }
 
-const https = (b: J): J =>
-  b.static_resources.listeners.find((l: J) => l.name === "https").filter_chains[0].filters.find((f: J) => f.name === "envoy.filters.network.http_connection_manager").typed_config;
-const withoutFilter = (name: string) => ({ bootstrap }: { bootstrap: J }) => void (https(bootstrap).http_filters = https(bootstrap).http_filters.filter((f: J) => f.name !== name));
-const www = (rds: J): J => rds.resources[0].virtual_hosts.find((v: J) => v.name === "www");
+/** The https listener's connection manager. */
+const https = (b: J): J => {
+  const listener = named(list(obj(b.static_resources, "static_resources").listeners, "listeners"), "https", "listeners");
+  const filters = list(list(listener.filter_chains, "https.filter_chains")[0]?.filters, "https.filter_chains[0].filters");
+  return obj(named(filters, "envoy.filters.network.http_connection_manager", "https filters").typed_config, "http_connection_manager.typed_config");
+};
+const keepFilters = (keep: (name: unknown) => boolean) => ({ bootstrap }: { bootstrap: J }) => {
+  const hcm = https(bootstrap);
+  hcm.http_filters = list(hcm.http_filters, "http_filters").filter((f) => keep(f.name));
+};
+const withoutFilter = (name: string) => keepFilters((n) => n !== name);
+const resources = (doc: J, file: string): J[] => list(doc.resources, `${file} resources`);
+const www = (rds: J): J => named(list(resources(rds, "rds")[0]?.virtual_hosts, "virtual_hosts"), "www", "virtual_hosts");
 
 const VARIANTS: Variant[] = [
   { name: "generated" },
   { name: "log off", change: ({ bootstrap }) => delete https(bootstrap).access_log },
-  { name: "router only (no ext_authz, rate limit filters)", change: ({ bootstrap }) => void (https(bootstrap).http_filters = https(bootstrap).http_filters.filter((f: J) => f.name === "envoy.filters.http.router")) },
+  { name: "router only (no ext_authz, rate limit filters)", change: keepFilters((n) => n === "envoy.filters.http.router") },
   { name: "no header_mutation (CEL login redirect)", change: withoutFilter("envoy.filters.http.header_mutation") },
   { name: "no ext_authz filter", change: withoutFilter("envoy.filters.http.ext_authz") },
   { name: "no local_ratelimit filter", change: withoutFilter("envoy.filters.http.local_ratelimit") },
-  { name: "no route retries, timeouts, headers", change: ({ rds }) => rds.resources.forEach((rc: J) => { delete rc.response_headers_to_add; delete rc.request_headers_to_add; rc.virtual_hosts.forEach((v: J) => { delete v.retry_policy; delete v.response_headers_to_add; delete v.request_headers_to_add; v.routes.forEach((r: J) => { delete r.response_headers_to_add; delete r.request_headers_to_add; delete r.typed_per_filter_config; if (r.route) { delete r.route.retry_policy; delete r.route.timeout; } }); }); }) },
-  { name: "round robin", change: ({ cds }) => cds.resources.forEach((c: J) => delete c.lb_policy) },
+  { name: "no route retries, timeouts, headers", change: ({ rds }) => resources(rds, "rds").forEach((rc) => { delete rc.response_headers_to_add; delete rc.request_headers_to_add; list(rc.virtual_hosts, "virtual_hosts").forEach((v) => { delete v.retry_policy; delete v.response_headers_to_add; delete v.request_headers_to_add; list(v.routes, "routes").forEach((r) => { delete r.response_headers_to_add; delete r.request_headers_to_add; delete r.typed_per_filter_config; if (r.route) { const route = obj(r.route, "route"); delete route.retry_policy; delete route.timeout; } }); }); }) },
+  { name: "round robin", change: ({ cds }) => resources(cds, "cds").forEach((c) => delete c.lb_policy) },
   { name: "no stats (reject_all)", change: ({ bootstrap }) => void (bootstrap.stats_config = { stats_matcher: { reject_all: true } }) },
   { name: "no request id", change: ({ bootstrap }) => void (https(bootstrap).generate_request_id = false) },
   { name: "no overload manager", change: ({ bootstrap }) => delete bootstrap.overload_manager },
   { name: "no path normalisation", change: ({ bootstrap }) => ["normalize_path", "merge_slashes", "path_with_escaped_slashes_action"].forEach((k) => delete https(bootstrap)[k]) },
-  { name: "no outlier detection, no remaining gauges", change: ({ cds }) => cds.resources.forEach((c: J) => { delete c.outlier_detection; c.circuit_breakers = { thresholds: [{ ...c.circuit_breakers.thresholds[0], track_remaining: false }] }; }) },
+  { name: "no outlier detection, no remaining gauges", change: ({ cds }) => resources(cds, "cds").forEach((c) => { delete c.outlier_detection; c.circuit_breakers = { thresholds: [{ ...list(obj(c.circuit_breakers, "circuit_breakers").thresholds, "thresholds")[0], track_remaining: false }] }; }) },
   { name: "1 worker", workers: 1 },
   {
     name: "all of the above but 1 worker",
     change: (f) => VARIANTS.slice(1, VARIANTS.findIndex((v) => v.workers === 1)).forEach((v) => v.change!(f)),
   },
   { name: "bare Envoy (hand-written: TLS both sides, router, static cluster)", bare: true },
-  { name: "plain upstream (no upstream TLS)", change: ({ rds }) => void (www(rds).routes[0].route.cluster = "acme-solver") },
+  { name: "plain upstream (no upstream TLS)", change: ({ rds }) => void (obj(list(www(rds).routes, "www routes")[0]?.route, "www route").cluster = "acme-solver") },
   { name: "direct response (no upstream)", change: ({ rds }) => void (www(rds).routes = [{ match: { prefix: "/" }, direct_response: { status: 200, body: { inline_string: "x".repeat(600) } } }]) },
 ];
 
@@ -164,7 +189,7 @@ async function main(): Promise<void> {
       const xdsDir = join(dir, "xds");
       const ports = { ...h.ports, admin: await freeTcpPort("127.0.0.1") };
       const files = renderGateway(h.config, h.table, h.gateway, { ...h.renderOptions(), listenAddress: address, ports, paths: { ...h.paths, xdsDir } });
-      const docs = { bootstrap: parse(files.bootstrap["envoy.yaml"]!) as J, cds: parseEnvoyYaml(files.xds["cds.yaml"]!) as J, rds: parseEnvoyYaml(files.xds["rds.yaml"]!) as J };
+      const docs = { bootstrap: obj(parse(files.bootstrap["envoy.yaml"]!), "envoy.yaml"), cds: obj(parseEnvoyYaml(files.xds["cds.yaml"]!), "cds.yaml"), rds: obj(parseEnvoyYaml(files.xds["rds.yaml"]!), "rds.yaml") };
       v.change?.(docs);
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, "envoy.yaml"), stringify(v.bare ? bareBootstrap(h, address, ports.https, ports.admin) : docs.bootstrap));
