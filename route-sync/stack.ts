@@ -70,7 +70,7 @@ export function routesOf(exported: { deployment?: unknown }): RoutesResourceStat
 }
 
 function withoutSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (Array.isArray(value)) return value.filter((x) => !isSecret(x)).map(withoutSecrets);
   if (!value || typeof value !== "object") return value;
   return Object.fromEntries(
     Object.entries(value)

@@ -101,6 +101,9 @@ describe("sync-routes: what needs an engine run", () => {
     };
     expect(routesOf(exported)).toEqual([{ urn: r!.urn, name: "gateway-routes", outputs: r!.outputs }]);
     expect(routesOf({ deployment: {} })).toEqual([]);
+    // Nowhere in the outputs, nested or in a list.
+    const nested = { urn: r!.urn, type: "pulumi-nodejs:dynamic/envoy-gateways:Routes", outputs: { ...r!.outputs, drift: { a: secret, b: "kept" }, extra: [secret, 1] } };
+    expect(routesOf({ deployment: { resources: [nested] } })[0]!.outputs).toEqual({ ...r!.outputs, drift: { b: "kept" }, extra: [1] });
     // What it read is what the sync compares: nothing to record.
     expect(plan(routesOf(exported), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(true);
   });
