@@ -40,7 +40,8 @@ export const DEV_CLUSTER_STATS = [
  */
 export function notStartingWith(prefix: string): string {
   const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const cls = (c: string) => `[^${c === "]" || c === "\\" || c === "^" || c === "-" ? `\\${c}` : c}]`;
+  // Alone in a negated class, only ] and \ need an escape (^ and - are literal there, in RE2 as in JS).
+  const cls = (c: string) => `[^${c === "]" || c === "\\" ? `\\${c}` : c}]`;
   const longer = [...prefix].map((c, i) => `${esc(prefix.slice(0, i))}${cls(c)}`);
   const shorter = [...prefix].slice(1).map((_, i) => esc(prefix.slice(0, i + 1)));
   return `(${longer.join("|")}).*|${shorter.join("|")}`;
