@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { translateGateway } from "../../routing/envoy/gateway.js";
 import type { Json } from "../../routing/envoy/types.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { checkMessage, checkXdsFile, validateGateway } from "../../routing/validation/index.js";
+import { checkMessage, checkXdsFile, validateGateway, validateXds, validateXdsData } from "../../routing/validation/index.js";
 import { envoyRuleViolations } from "../../routing/validation/envoy-rules.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import type { Problem } from "../../routing/config/errors.js";
@@ -21,7 +21,7 @@ import { tempDir } from "./temp-dir.js";
 import { checkRules, compileEveryRule } from "../../routing/validation/rules.js";
 import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
-import { ACCEPTED, BROKEN, BROKEN_BASE, brokenBaseDocuments, brokenBaseTable, CORPUS_NOW } from "../fixtures/validator-corpus.js";
+import { ACCEPTED, BROKEN, BROKEN_BASE, brokenBaseDocuments, brokenBaseTable, CORPUS_NOW, documentFiles } from "../fixtures/validator-corpus.js";
 
 describe("validator", () => {
   it.each(ACCEPTED)("accepts every generated document of both gateways: $name", ({ config, namespaces }) => {
@@ -140,5 +140,108 @@ describe("the validator's problems, as the user reads them", () => {
   it("leaves a problem it cannot trace as it is", () => {
     const p = { key: "gateway/envoy.yaml", message: "admin.address: is required" };
     expect(explainDocumentProblems([p], table())).toEqual([p]);
+  });
+});
+
+describe("the validator's entry points: what each checks and the key of each problem", () => {
+  const keyed = (problems: Problem[]) => problems.map((p) => `${p.key}: ${p.message}`);
+  /** The first route sent to a cluster that does not exist (its action is a copy: the translation shares actions between routes). */
+  const routeNowhere = (d: GatewayDocuments) => {
+    const route = (((d.rds.resources[0] as Json).virtual_hosts as Json[])[0]!.routes as Json[])[0]!;
+    route.route = { ...(route.route as Json), cluster: "nowhere" };
+  };
+  /** The first cluster again, under the same name: a rule across resources that needs no routes. */
+  const duplicateFirstCluster = (d: GatewayDocuments) => d.cds.resources.push(structuredClone(d.cds.resources[0] as Json));
+  const duplicate = (d: GatewayDocuments, prefix: string) =>
+    `${prefix}/cds.yaml cluster "${(d.cds.resources[0] as Json).name}": name: duplicate cluster name "${(d.cds.resources[0] as Json).name}": cluster names must be unique across static clusters and CDS`;
+
+  it("validateGateway checks each SDS file under its own name", () => {
+    const docs = brokenBaseDocuments();
+    const [file] = Object.keys(docs.sds);
+    ((docs.sds[file!]!.resources as Json[])[0] as Json).bogus = 1;
+    expect(keyed(validateGateway(docs))).toEqual([
+      `gateway/${file} secret "server-cert" (resources[0]): bogus: unknown field (envoy.extensions.transport_sockets.tls.v3.Secret has no field bogus)`,
+    ]);
+  });
+
+  it("validateXds checks cds.yaml, rds.yaml and the rules across them, keyed by gateway and file", () => {
+    const docs = brokenBaseDocuments();
+    (docs.rds.resources[0] as Json).bogus = 1;
+    (docs.cds.resources[1] as Json).bogus = 2;
+    routeNowhere(docs);
+    duplicateFirstCluster(docs);
+    const rc = `gateway/rds.yaml route configuration "https" (resources[0])`;
+    const route = ((docs.rds.resources[0] as Json).virtual_hosts as Json[])[0]!;
+    expect(keyed(validateXds(docs)).sort()).toEqual([
+      `gateway/cds.yaml cluster "${(docs.cds.resources[1] as Json).name}" (resources[1]): bogus: unknown field (envoy.config.cluster.v3.Cluster has no field bogus)`,
+      duplicate(docs, "gateway"),
+      `${rc}: bogus: unknown field (envoy.config.route.v3.RouteConfiguration has no field bogus)`,
+      `gateway/rds.yaml route configuration "https": virtual_hosts[0](${route.name}).routes[0].route.cluster: cluster "nowhere" does not exist (Envoy would answer 503/404 at run time)`,
+    ].sort());
+  });
+
+  describe("validateXdsData (a ConfigMap's files as written)", () => {
+    const where = "ConfigMap envoy-gateways/gateway-xds";
+    const data = (docs: GatewayDocuments) => {
+      const files = documentFiles(docs);
+      return { "cds.yaml": files["cds.yaml"]!, "rds.yaml": files["rds.yaml"]! };
+    };
+
+    it("accepts what the translation writes", () => {
+      expect(validateXdsData(data(brokenBaseDocuments()), where)).toEqual([]);
+    });
+
+    it("checks each file and the rules across them, keyed by the ConfigMap", () => {
+      const docs = brokenBaseDocuments();
+      (docs.rds.resources[0] as Json).bogus = 1;
+      routeNowhere(docs);
+      duplicateFirstCluster(docs);
+      const found = keyed(validateXdsData(data(docs), where));
+      expect(found).toContain(`${where}/rds.yaml route configuration "https" (resources[0]): bogus: unknown field (envoy.config.route.v3.RouteConfiguration has no field bogus)`);
+      expect(found).toContain(duplicate(docs, where));
+      expect(found.filter((p) => p.startsWith(`${where}/rds.yaml route configuration "https": `) && p.includes(`cluster "nowhere" does not exist`))).toHaveLength(1);
+      expect(found).toHaveLength(3);
+    });
+
+    it.each([
+      ["a list", "- 1\n", "not a mapping"],
+      ["a scalar", "3\n", "not a mapping"],
+      ["empty", "", "not a mapping"],
+      ["broken YAML", "resources: [\n", ""],
+    ])("says a file that is %s cannot be read, and still checks the other", (_, text, reason) => {
+      const docs = brokenBaseDocuments();
+      duplicateFirstCluster(docs);
+      const found = validateXdsData({ ...data(docs), "rds.yaml": text }, where);
+      expect(found[0]!.key).toBe(`${where}/rds.yaml`);
+      expect(found[0]!.message).toMatch(/^cannot be read as Envoy reads it: /);
+      expect(found[0]!.message).toContain(reason);
+      expect(keyed(found.slice(1))).toEqual([duplicate(docs, where)]);
+    });
+
+    it("says a missing file is missing; without cds.yaml it does not call every route's cluster unknown", () => {
+      const docs = brokenBaseDocuments();
+      expect(validateXdsData({ "rds.yaml": data(docs)["rds.yaml"] }, where)).toEqual([{ key: `${where}/cds.yaml`, message: "is missing" }]);
+      duplicateFirstCluster(docs);
+      expect(keyed(validateXdsData({ "cds.yaml": data(docs)["cds.yaml"] }, where))).toEqual([`${where}/rds.yaml: is missing`, duplicate(docs, where)]);
+    });
+  });
+
+  it("checkXdsFile: resources must be a list of the file's type; a resource is named by its kind, name and index", () => {
+    const listener = "envoy.config.listener.v3.Listener";
+    const problems: Problem[] = [];
+    checkXdsFile({ resources: 3 }, listener, "f.yaml", problems);
+    checkXdsFile({ resources: [null, { "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", name: "c" }, { "@type": `type.googleapis.com/${listener}`, name: 5, bogus: 1 }] }, listener, "f.yaml", problems);
+    expect(problems).toEqual([
+      { key: "f.yaml", message: "resources: must be a list" },
+      { key: "f.yaml resource (resources[0])", message: `@type: must be type.googleapis.com/${listener}`, value: undefined },
+      { key: `f.yaml resource "c" (resources[1])`, message: `@type: must be type.googleapis.com/${listener}`, value: "type.googleapis.com/envoy.config.cluster.v3.Cluster" },
+      { key: "f.yaml resource (resources[2])", message: `bogus: unknown field (${listener} has no field bogus)` },
+    ]);
+  });
+
+  it("checkMessage: a document that is no message at all is one problem without a field path", () => {
+    const problems: Problem[] = [];
+    checkMessage("envoy.config.bootstrap.v3.Bootstrap", "x", "gateway/envoy.yaml", problems);
+    expect(problems).toEqual([{ key: "gateway/envoy.yaml", message: `cannot decode message envoy.config.bootstrap.v3.Bootstrap from JSON: "x"` }]);
   });
 });
