@@ -10,6 +10,12 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // cli-flags.test.ts is left out: it only runs each CLI in a process of its
 // own, where no mutant is ever active and no coverage is seen.
 //
+// MUTATION_TEST_FILES (comma-separated globs) narrows the run to those test
+// files: the validator and the stack-config reader run in nearly every test, so
+// each of their mutants would rerun hundreds; scored against their own tests
+// only (README.md, Mutation testing), the score is a lower bound of the whole
+// unit project's, since a mutant those tests kill the whole project kills too.
+//
 // Stryker creates the sandbox readable by its owner only; render-command.test.ts
 // runs the render CLI as nobody from it (a directory it may not write in).
 chmodSync(fileURLToPath(new URL(".", import.meta.url)), 0o755);
@@ -33,7 +39,7 @@ class KillingFilesFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     name: "unit",
-    include: ["test/unit/**/*.test.ts"],
+    include: process.env.MUTATION_TEST_FILES?.split(",").map((f) => f.trim()).filter(Boolean) ?? ["test/unit/**/*.test.ts"],
     exclude: ["test/unit/cli-flags.test.ts"],
     environment: "node",
     sequence: { sequencer: KillingFilesFirst },

@@ -43,7 +43,7 @@ type Located = { path: readonly (string | number)[]; problem: Problem };
  */
 export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config", options: ParseOptions = {}): StackConfig {
   const { [KUBECONFIG_KEY]: _kubeconfig, ...rest } = raw;
-  const { data, problems } = checked(stackConfigSchema, rest, options, [...kubeconfigProblems(raw), ...secretValueProblems(rest, options)]);
+  const { data, problems } = checked(stackConfigSchema, rest, options, [...kubeconfigProblems(raw), ...secretValueProblems(rest, options.secretKeys ?? new Set())]);
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
 }
@@ -68,37 +68,32 @@ export function kubeconfigOf(raw: Record<string, unknown>): string | undefined {
  * ends up, in plain text, in what it renders (ConfigMaps, Deployments, the
  * routes resources' inputs), and so in the stack's state.
  */
-function secretValueProblems(raw: Record<string, unknown>, options: ParseOptions): Located[] {
-  const known = new Set(Object.keys((unwrap(stackConfigSchema) as { def: { shape: Record<string, unknown> } }).def.shape));
-  return [...(options.secretKeys ?? [])]
-    .filter((k) => k !== KUBECONFIG_KEY && k in raw && known.has(k))
+function secretValueProblems(raw: Record<string, unknown>, secretKeys: ReadonlySet<string>): Problem[] {
+  const known = new Set(Object.keys(defOf(unwrap(stackConfigSchema))?.shape ?? {}));
+  return [...secretKeys]
+    .filter((k) => k in raw && known.has(k))
     .map((k) => ({
-      path: [k],
-      problem: {
-        key: configKey([k]),
-        message: "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
-      },
+      key: configKey([k]),
+      message: "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
     }));
 }
 
-function kubeconfigProblems(raw: Record<string, unknown>): Located[] {
+function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {
   const value = raw[KUBECONFIG_KEY];
   if (value === undefined || (typeof value === "string" && value.length > 0)) return [];
-  return [{ path: [KUBECONFIG_KEY], problem: { key: configKey([KUBECONFIG_KEY]), message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)" } }];
+  return [{ key: configKey([KUBECONFIG_KEY]), message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)" }];
 }
 
 /**
- * `raw` through `schema`, with every schema and cross-key problem (and
- * `more`), each naming its key, once: secret values hidden, and, with a
- * source, the file and line and the value as written.
+ * `raw` through `schema`, with every schema and cross-key problem, each
+ * naming its key, once: secret values hidden, and, with a source, the file
+ * and line and the value as written. Then `more`, the problems of values no
+ * file holds (the secrets).
  */
-function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, options: ParseOptions, more: Located[] = []): { data?: z.output<T>; problems: Problem[] } {
+function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, options: ParseOptions, more: Problem[] = []): { data?: z.output<T>; problems: Problem[] } {
   const result = schema.safeParse(raw, { reportInput: true });
-  const located: Located[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, raw, schema));
-  for (const p of crossKeyProblems(raw)) {
-    located.push({ path: p.path, problem: p.input === undefined ? { key: configKey(p.path), message: p.message } : { key: configKey(p.path), message: p.message, value: p.input } });
-  }
-  located.push(...more);
+  const located: Located[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, schema));
+  for (const p of crossKeyProblems(raw)) located.push(locatedProblem(p.path, p.message, p.input));
   const secret = options.secretKeys ?? new Set<string>();
   const seen = new Set<string>();
   const problems: Problem[] = [];
@@ -106,7 +101,8 @@ function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, o
     let p = problem;
     if (secret.has(String(path[0])) && "value" in p) p = { key: p.key, message: `${p.message} (value not shown: it is a secret)` };
     const at = options.source?.at(path);
-    if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, ...(at.written !== undefined && "value" in p ? { written: at.written } : {}) };
+    // formatProblem shows the value as written in place of the value, where there is a value.
+    if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, written: at.written };
     // The schema and the cross-key checks can say the same thing of one value: once.
     const line = formatProblem(p);
     if (!seen.has(line)) {
@@ -114,6 +110,7 @@ function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, o
       problems.push(p);
     }
   }
+  problems.push(...more);
   return { ...(result.success ? { data: result.data } : {}), problems };
 }
 
@@ -124,10 +121,9 @@ function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, o
  */
 export function fromPulumiConfig(all: Record<string, string>): Record<string, unknown> {
   const raw: Record<string, unknown> = {};
-  const problems: Problem[] = [];
   for (const [fullKey, text] of Object.entries(all)) {
-    const [namespace, key] = splitKey(fullKey);
-    if (namespace !== PROJECT || key === undefined) continue;
+    const key = projectKey(fullKey);
+    if (key === undefined) continue;
     if (STRING_KEYS.has(key)) {
       raw[key] = text;
       continue;
@@ -139,7 +135,6 @@ export function fromPulumiConfig(all: Record<string, string>): Record<string, un
       raw[key] = text;
     }
   }
-  if (problems.length) throw new InputError("stack config", problems);
   return raw;
 }
 
@@ -162,7 +157,7 @@ export function readStackFileSource(path: string): { raw: Record<string, unknown
   }
   const yaml = parseYamlSource(text, path, `stack file ${path}`);
   const doc = yaml.value;
-  const source: ConfigSource = { file: path, at: ([top, ...rest]) => (top === undefined ? undefined : yaml.at(["config", `${PROJECT}:${top}`, ...rest])) };
+  const source: ConfigSource = { file: path, at: ([top, ...rest]) => yaml.at(["config", `${PROJECT}:${top}`, ...rest]) };
   return { raw: stackFileConfig(doc, path), source };
 }
 
@@ -174,8 +169,8 @@ function stackFileConfig(doc: unknown, path: string): Record<string, unknown> {
   }
   const raw: Record<string, unknown> = {};
   for (const [fullKey, value] of Object.entries(config as Record<string, unknown>)) {
-    const [namespace, key] = splitKey(fullKey);
-    if (namespace !== PROJECT || key === undefined) continue;
+    const key = projectKey(fullKey);
+    if (key === undefined) continue;
     if (value && typeof value === "object" && "secure" in value) continue;
     raw[key] = value;
   }
@@ -188,9 +183,9 @@ export function loadStackFile(path: string): StackConfig {
   return parseStackConfig(raw, `stack config ${path}`, { source });
 }
 
-function splitKey(fullKey: string): [string, string | undefined] {
-  const i = fullKey.indexOf(":");
-  return i < 0 ? [fullKey, undefined] : [fullKey.slice(0, i), fullKey.slice(i + 1)];
+/** The key of a project config key (`envoy-gateways:<key>`); undefined for another namespace's. */
+function projectKey(fullKey: string): string | undefined {
+  return fullKey.startsWith(`${PROJECT}:`) ? fullKey.slice(PROJECT.length + 1) : undefined;
 }
 
 /** Formats a schema path as Pulumi's `--path` syntax: a.b[2].c */
@@ -203,50 +198,43 @@ export function configKey(path: readonly PropertyKey[]): string {
   return `${PROJECT}:${key}`;
 }
 
-function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
-  let v: unknown = raw;
-  for (const part of path) {
-    if (v === null || typeof v !== "object") return undefined;
-    v = (v as Record<PropertyKey, unknown>)[part];
-  }
-  return v;
+/** A problem of the value at `path` (a string path: a YAML source finds list items by "0" as by 0). */
+function locatedProblem(path: readonly PropertyKey[], message: string, value: unknown): Located {
+  return { path: path.map(String), problem: { key: configKey(path), message, ...(value === undefined ? {} : { value }) } };
 }
 
-function toProblems(issue: z.core.$ZodIssue, raw: Record<string, unknown>, schema: z.ZodType): Located[] {
-  const at = (path: readonly PropertyKey[], problem: Problem): Located => ({ path: path.map((p) => (typeof p === "number" ? p : String(p))), problem });
+/** A schema issue as problems: parsed with `reportInput`, every issue carries the value it is about. */
+function toProblems(issue: z.core.$ZodIssue, schema: z.ZodType): Located[] {
   if (issue.code === "unrecognized_keys") {
-    return issue.keys.map((k) => at([...issue.path, k], { key: configKey([...issue.path, k]), message: `unknown key; ${allowedKeys(schema, issue.path)}`, value: valueAt(raw, [...issue.path, k]) }));
+    const object = issue.input as Record<string, unknown>;
+    return issue.keys.map((k) => locatedProblem([...issue.path, k], `unknown key; ${allowedKeys(schema, issue.path)}`, object[k]));
   }
-  if (issue.code === "invalid_union" || issue.code === "invalid_key" || issue.code === "invalid_element") {
-    return [at(issue.path, { key: configKey(issue.path), message: issue.message, value: valueAt(raw, issue.path) })];
-  }
-  const value = "input" in issue ? issue.input : valueAt(raw, issue.path);
-  const message = issue.code === "invalid_type" && value === undefined ? `is required (${issue.expected}; see the stack config reference in README.md)` : issue.message;
-  return [at(issue.path, value === undefined ? { key: configKey(issue.path), message } : { key: configKey(issue.path), message, value })];
+  const message = issue.code === "invalid_type" && issue.input === undefined ? `is required (${issue.expected}; see the stack config reference in README.md)` : issue.message;
+  return [locatedProblem(issue.path, message, issue.input)];
 }
 
-/** Lists the keys the schema allows at a path, for "unknown key" errors. */
+/** What this file reads of a zod schema's definition. */
+type SchemaDef = { type?: string; shape?: Record<string, unknown>; element?: unknown; innerType?: unknown; in?: unknown };
+const defOf = (schema: unknown): SchemaDef | undefined => (schema as { def?: SchemaDef } | undefined)?.def;
+/** Schemas that wrap another: the keys allowed are those of the one inside (of a pipe, a transform: its input side). */
+const WRAPPERS = new Set(["default", "prefault", "optional", "nullable", "readonly", "catch", "pipe"]);
+
+/** Lists the keys the schema allows at a path, for "unknown key" errors (such a path runs through objects and lists). */
 function allowedKeys(root: z.ZodType, path: readonly PropertyKey[]): string {
   let schema: unknown = root;
   for (const part of path) {
-    schema = unwrap(schema);
-    const def = (schema as { def?: { type?: string; shape?: Record<string, unknown>; element?: unknown; valueType?: unknown } }).def;
-    if (def?.type === "object" && typeof part === "string") schema = def.shape?.[part];
-    else if (def?.type === "array") schema = def.element;
-    else if (def?.type === "record") schema = def.valueType;
-    else return "see the stack config reference in README.md";
+    const def = defOf(unwrap(schema));
+    schema = def?.type === "array" ? def.element : def?.shape?.[String(part)];
   }
-  const shape = (unwrap(schema) as { def?: { shape?: Record<string, unknown> } }).def?.shape;
+  const shape = defOf(unwrap(schema))?.shape;
   return shape ? `allowed: ${Object.keys(shape).join(", ")}` : "see the stack config reference in README.md";
 }
 
 function unwrap(schema: unknown): unknown {
-  let s = schema as { def?: { type?: string; innerType?: unknown; in?: unknown; schema?: unknown } } | undefined;
-  for (let i = 0; i < 10 && s?.def; i++) {
-    const t = s.def.type;
-    if (t === "default" || t === "prefault" || t === "optional" || t === "nullable" || t === "readonly" || t === "catch") s = s.def.innerType as typeof s;
-    else if (t === "pipe") s = s.def.in as typeof s;
-    else break;
+  let def = defOf(schema);
+  while (def?.type !== undefined && WRAPPERS.has(def.type)) {
+    schema = def.type === "pipe" ? def.in : def.innerType;
+    def = defOf(schema);
   }
-  return s;
+  return schema;
 }

@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../routing/config/errors.js";
-import { configKey, fromPulumiConfig, kubeconfigOf, loadStackFile, parseRoutingConfig, parseStackConfig, readStackFile } from "../../routing/config/load.js";
+import { configKey, fromPulumiConfig, kubeconfigOf, loadStackFile, parseRoutingConfig, parseStackConfig, readStackFile, readStackFileSource } from "../../routing/config/load.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { parseYamlSource } from "../../routing/config/yaml-source.js";
 import { locatedInFile, parseNamespaces, readNamespacesFile, readNamespacesSource } from "../../routing/namespaces.js";
@@ -76,7 +76,7 @@ describe("the kubeconfig", () => {
   });
 
   it("must be text, and its value is never shown", () => {
-    for (const bad of ["", 7, { a: 1 }]) {
+    for (const bad of ["", 7, { a: 1 }, ["apiVersion: v1"]]) {
       expect(refusal(() => parseStackConfig({ ...minimalRaw(), kubeconfig: bad })).lines).toEqual(["envoy-gateways:kubeconfig: must be kubeconfig text, set with --secret (value not shown: it is a secret)"]);
     }
   });
@@ -90,6 +90,35 @@ describe("secrets", () => {
       "envoy-gateways:unknownKey: unknown key; allowed: domain, internalDomain, clusterDomain, namespace, envoyImage, gateways, services, shifts, devNamespaces, auth, acme, upstream, edge, tls, stats, skipAwait, renderYamlToDirectory (value not shown: it is a secret)",
       "envoy-gateways:namespace: is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
     ]);
+  });
+
+  it("a key the stack does not set is not called a secret, even when the engine lists it as one", () => {
+    const raw = { ...minimalRaw(), namespace: "gateways" };
+    const config = parseStackConfig(raw, "stack config", { secretKeys: new Set(["clusterDomain", "kubeconfig"]) });
+    expect(config.clusterDomain).toBe("cluster.local");
+  });
+});
+
+describe("problems", () => {
+  it("are those of the stack config unless told what is being read", () => {
+    expect(refusal(() => parseStackConfig({ ...minimalRaw(), namespace: "Bad_NS" })).subject).toBe("stack config: 1 problem");
+  });
+
+  it("of keys against each other refuse a config the schema alone accepts", () => {
+    expect(refusal(() => parseStackConfig({ ...minimalRaw(), internalDomain: "example.org" })).lines).toEqual(['envoy-gateways:internalDomain: must differ from domain (got "example.org")']);
+  });
+
+  it("about no single value show none", () => {
+    const big = { annotations: { big: "x".repeat(300_000) } };
+    const [problem] = (() => {
+      try {
+        parseStackConfig(withValue(minimalRaw(), "gateways.gateway.service", big));
+      } catch (e) {
+        return (e as InputError).problems;
+      }
+      throw new Error("accepted");
+    })();
+    expect(problem).toEqual({ key: "envoy-gateways:gateways.gateway.service.annotations", message: "hold 300,003 bytes; Kubernetes allows 262,144 in all" });
   });
 });
 
@@ -143,11 +172,17 @@ describe("a stack file", () => {
     expect(readStackFile(path)).toEqual({ domain: "example.org" });
     expect(readStackFile(file("Pulumi.t.yaml", "encryptionsalt: x\n"))).toEqual({});
     expect(readStackFile(file("Pulumi.u.yaml", "config:\n"))).toEqual({});
+    expect(readStackFile(file("Pulumi.v.yaml", ""))).toEqual({});
+    expect(readStackFile(file("Pulumi.w.yaml", "config:\n  envoy-gateways: x\n  envoy-gatewaysx:domain: y\n  envoy-gateways:a:b: 1\n"))).toEqual({ "a:b": 1 });
   });
 
   it("whose config is not a mapping, that does not exist or cannot be read, is refused with its path", () => {
     const list = file("Pulumi.l.yaml", "config: [a]\n");
     expect(refusal(() => readStackFile(list))).toEqual({ subject: `stack file ${list}: 1 problem`, lines: [`${list}: config: must be a mapping of config keys (got ["a"])`] });
+    const scalar = file("Pulumi.n.yaml", "config: 3\n");
+    expect(refusal(() => readStackFile(scalar)).lines).toEqual([`${scalar}: config: must be a mapping of config keys (got 3)`]);
+    const broken = file("Pulumi.b.yaml", "config: [\n");
+    expect(refusal(() => readStackFile(broken)).subject).toBe(`stack file ${broken}: 1 problem`);
     expect(refusal(() => readStackFile("/nonexistent/Pulumi.x.yaml"))).toEqual({ subject: "stack file /nonexistent/Pulumi.x.yaml: 1 problem", lines: ["/nonexistent/Pulumi.x.yaml: cannot be read: no such file"] });
     const dir = tempDir("config-");
     expect(refusal(() => readStackFile(dir)).lines).toEqual([`${dir}: cannot be read: EISDIR: illegal operation on a directory, read`]);
@@ -163,6 +198,19 @@ describe("a stack file", () => {
       "envoy-gateways:gateways.gateway.resources: is required (object; see the stack config reference in README.md)",
       "envoy-gateways:gateways.gateway.tls: is required (object; see the stack config reference in README.md)",
       "envoy-gateways:gateways.internal-gateway: is required (object; see the stack config reference in README.md)",
+    ]);
+  });
+
+  it("names the line of a problem about no single value (a mapping: its first entry), and shows nothing as written", () => {
+    const lines = ["config:", "  envoy-gateways:domain: example.org", "  envoy-gateways:internalDomain: example.org", ""];
+    const path = file("Pulumi.s.yaml", lines.join("\n"));
+    const raw = { ...minimalRaw(), ...readStackFile(path) };
+    const { source } = readStackFileSource(path);
+    expect(refusal(() => parseStackConfig(raw, "stack config", { source })).lines).toEqual([`${path}:3: envoy-gateways:internalDomain: must differ from domain (got example.org)`]);
+    const sized = file("Pulumi.a.yaml", ["config:", "  envoy-gateways:gateways:", "    gateway:", "      service:", "        annotations:", `          big: ${"x".repeat(300_000)}`, ""].join("\n"));
+    const withAnnotations = withValue(minimalRaw(), "gateways.gateway.service", (readStackFile(sized).gateways as { gateway: { service: unknown } }).gateway.service);
+    expect(refusal(() => parseStackConfig(withAnnotations, "stack config", { source: readStackFileSource(sized).source })).lines).toEqual([
+      `${sized}:6: envoy-gateways:gateways.gateway.service.annotations: hold 300,003 bytes; Kubernetes allows 262,144 in all`,
     ]);
   });
 });

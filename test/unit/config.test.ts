@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../routing/config/errors.js";
 import { fromPulumiConfig, parseStackConfig } from "../../routing/config/load.js";
+import { isPinnedImage, parseImageReference } from "../../routing/config/schema.js";
 import { minimalRaw, rawStack, stackConfig, withValue } from "./fixtures.js";
 
 function problemsOf(raw: Record<string, unknown>): string[] {
@@ -333,5 +334,83 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     raw = withValue(raw, "shifts", [{ service: "batch", from: "blue", to: "green", policy: "atomic", start: "2026-12-01T10:00:00Z", duration: "1h" }]);
     expect(() => parseStackConfig(raw)).not.toThrow();
   });
+  it("accepts every bound itself: the largest duration, the smallest quantities, a request at its limit, replicas at 100", () => {
+    let raw = withValue(minimalRaw(), "gateways.gateway.resources", { requests: { cpu: "1m", memory: "1" }, limits: { cpu: "1m", memory: "1" } });
+    raw = withValue(raw, "gateways.gateway.replicas", 100);
+    raw = withValue(raw, "gateways.gateway.maxReplicas", 100);
+    raw = withValue(raw, "upstream", { routeTimeout: "720h", connectTimeout: "10m", dnsRefreshRate: "10ms" });
+    raw = withValue(raw, "edge", { maxConnections: 2000, httpsMaxConnections: 2000, httpMaxConnections: 2000 });
+    const annotation = "x".repeat(262_144 - "big".length);
+    raw = withValue(raw, "gateways.gateway.service", { annotations: { big: annotation } });
+    const c = parseStackConfig(raw);
+    expect(c.upstream).toMatchObject({ routeTimeout: "720h", connectTimeout: "10m", dnsRefreshRate: "10ms" });
+    expect(c.gateways.gateway).toMatchObject({ replicas: 100, maxReplicas: 100, resources: { requests: { cpu: "1m", memory: "1" } } });
+  });
+
+  it.each([
+    ["a duration past its largest", "upstream.routeTimeout", "721h", /must be a duration from 1s to 720h/],
+    ["a connection limit above the default pod limit of 50,000", "edge.httpsMaxConnections", 50001, /must be at most edge\.maxConnections \(50,000\), the limit of the whole pod \(got 50001\)$/],
+    ["annotations one byte over", "gateways.gateway.service.annotations", { big: "x".repeat(262_142) }, /hold 262,145 bytes; Kubernetes allows 262,144 in all$/],
+    ["a memory quantity under a byte", "gateways.gateway.resources.requests.memory", "0.5", /requests\.memory: must be a memory quantity/],
+    ["a CPU quantity under 1m", "gateways.gateway.resources.requests.cpu", "0.0009", /requests\.cpu: must be a CPU quantity/],
+    ["a header that must not be set", "gateways.gateway.securityHeaders", { "set-cookie": "a=b" }, /securityHeaders\.set-cookie: is a header the gateway must not set on responses \(connection, content-length, keep-alive, proxy-connection, set-cookie, te, trailer, transfer-encoding, upgrade, host\) \(got "set-cookie"\)$/],
+    ["a header entry as a list", "gateways.gateway.securityHeaders", { "x-frame-options": ["DENY"] }, /securityHeaders\.x-frame-options: must be a header value/],
+    ["a header entry with another key", "gateways.gateway.securityHeaders", { "x-frame-options": { value: "DENY", force: true } }, /securityHeaders\.x-frame-options: must be a header value/],
+    ["a header entry with replace as text", "gateways.gateway.securityHeaders", { "x-frame-options": { value: "DENY", replace: "yes" } }, /securityHeaders\.x-frame-options: must be a header value/],
+    ["a header entry of null", "gateways.gateway.securityHeaders", { "x-frame-options": null }, /securityHeaders\.x-frame-options: must be a header value/],
+  ])("refuses %s", (_, path, value, message) => {
+    const problems = problemsOf(withValue(minimalRaw(), path, value));
+    expect(problems, problems.join("\n")).toHaveLength(1);
+    expect(problems[0]).toMatch(message);
+  });
+
+  it("takes a security header's replace as false unless it says true", () => {
+    const c = parseStackConfig(withValue(minimalRaw(), "gateways.gateway.securityHeaders", { "x-frame-options": { value: "DENY" } }));
+    expect(c.gateways.gateway.securityHeaders["x-frame-options"]).toEqual({ value: "DENY", replace: false });
+  });
 });
 
+describe("image references", () => {
+  const digest = `sha256:${"0a".repeat(32)}`;
+  it.each([
+    ["envoyproxy/envoy:v1.40.0", { name: "envoyproxy/envoy", tag: "v1.40.0" }, true],
+    ["registry.example.org:5000/team/app:1.2.3", { name: "registry.example.org:5000/team/app", tag: "1.2.3" }, true],
+    ["Registry.Example.org/app:10.20.30-rc.1", { name: "Registry.Example.org/app", tag: "10.20.30-rc.1" }, true],
+    ["a:5000/app:1.0.0-build.5", { name: "a:5000/app", tag: "1.0.0-build.5" }, true],
+    ["localhost/team/a--b.cd__e:1.0.0", { name: "localhost/team/a--b.cd__e", tag: "1.0.0" }, true],
+    [`localhost:5000/app@${digest}`, { name: "localhost:5000/app", digest }, true],
+    [`envoyproxy/envoy:v1.40.0@${digest}`, { name: "envoyproxy/envoy", tag: "v1.40.0", digest }, true],
+    ["app", { name: "app" }, false],
+    ["app:latest", { name: "app", tag: "latest" }, false],
+    ["app:1.2", { name: "app", tag: "1.2" }, false],
+    ["app:x1.2.3", { name: "app", tag: "x1.2.3" }, false],
+    ["app:1.2.3-", { name: "app", tag: "1.2.3-" }, false],
+    ["app:1.2.3rc1", { name: "app", tag: "1.2.3rc1" }, false],
+    [`${"a".repeat(450)}:1.0.0`, { name: "a".repeat(450), tag: "1.0.0" }, true],
+  ])("reads %s as its parts, pinned or not", (image, parts, pinned) => {
+    expect(parseImageReference(image)).toEqual(parts);
+    expect(isPinnedImage(image)).toBe(pinned);
+  });
+
+  it.each([
+    ["a path component in capitals (no registry without a dot, a port or localhost)", "Ex/app:1.0.0"],
+    ["one component in capitals", "Ex.org:1.0.0"],
+    ["a capitalised localhost", "LOCALHOST/app:1.0.0"],
+    ["localhost with more after it", "localhostX/app:1.0.0"],
+    ["localhost with more before it", "Xlocalhost/app:1.0.0"],
+    ["a registry starting with a dash", "-ex.org/app:1.0.0"],
+    ["a registry ending with a dash", "ex.org-/app:1.0.0"],
+    ["a registry with an underscore", "ex_org.com/app:1.0.0"],
+    ["a port of six digits", "ex.org:123456/app:1.0.0"],
+    ["a port that is no number", "ex.org:x/app:1.0.0"],
+    ["a component starting with a dash", "team/-app:1.0.0"],
+    ["a component ending with a separator", "team/app_:1.0.0"],
+    ["three underscores", "team/a___b:1.0.0"],
+    ["a short digest", `app@sha256:${"0a".repeat(31)}`],
+    ["a digest in capitals", `app@sha256:${"0A".repeat(32)}`],
+    ["one character over 456", `${"a".repeat(451)}:1.0.0`],
+  ])("refuses %s", (_, image) => {
+    expect(parseImageReference(image)).toBeUndefined();
+    expect(isPinnedImage(image)).toBe(false);
+  });
+});
