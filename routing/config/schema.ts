@@ -7,6 +7,18 @@ import { checkShift, overlapProblem, type Shift } from "../shifts.js";
 import { parseDuration, parseQuantity } from "../units.js";
 import { ANNOTATIONS_MAX_BYTES, isDnsSubdomain, isQualifiedName, labelSelectorProblem, QUALIFIED_NAME_HINT } from "./kubernetes.js";
 
+/** Refuses the value a refinement or transform is given (or the part of it at `path`), naming it as written: `input`. */
+function refuse(ctx: z.RefinementCtx, message: string, input: unknown, path: PropertyKey[] = []): void {
+  // Stryker disable next-line StringLiteral: the issue code of a refusal is never read; its message and input are
+  ctx.addIssue({ code: "custom", path, message, input });
+}
+
+/** A list in the raw config, or none: the cross-key checks read values the schema may have refused. */
+function listAt(value: unknown): unknown[] {
+  // Stryker disable next-line ArrayDeclaration: what stands in for a missing list is never a service or a shift (no object), so it is skipped like none
+  return Array.isArray(value) ? value : [];
+}
+
 /** A Kubernetes object name that must also be a DNS label (RFC 1123). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_LABEL_HINT = "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
@@ -56,7 +68,7 @@ const port = intIn(1, 65535, "a port number");
 /** An equality-based label selector: `key=value` terms joined by commas. */
 const labelSelector = z.string({ error: "must be a label selector such as envoy-gateways.io/routes=dev" }).superRefine((s, ctx) => {
   const problem = labelSelectorProblem(s);
-  if (problem) ctx.addIssue({ code: "custom", message: `must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev: ${problem}`, input: s });
+  if (problem) refuse(ctx, `must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev: ${problem}`, s);
 });
 
 /** Annotations of an object: keys Kubernetes accepts, string values, 256 KiB in all. */
@@ -65,10 +77,10 @@ const annotations = z
   .superRefine((map, ctx) => {
     let bytes = 0;
     for (const [key, value] of Object.entries(map)) {
-      if (!isQualifiedName(key)) ctx.addIssue({ code: "custom", path: [key], message: `the annotation key must be ${QUALIFIED_NAME_HINT}`, input: key });
+      if (!isQualifiedName(key)) refuse(ctx, `the annotation key must be ${QUALIFIED_NAME_HINT}`, key, [key]);
       bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
     }
-    if (bytes > ANNOTATIONS_MAX_BYTES) ctx.addIssue({ code: "custom", message: `hold ${bytes.toLocaleString("en-US")} bytes; Kubernetes allows ${ANNOTATIONS_MAX_BYTES.toLocaleString("en-US")} in all`, input: undefined });
+    if (bytes > ANNOTATIONS_MAX_BYTES) refuse(ctx, `hold ${bytes.toLocaleString("en-US")} bytes; Kubernetes allows ${ANNOTATIONS_MAX_BYTES.toLocaleString("en-US")} in all`, undefined);
   });
 
 /** The parts of an image reference ([registry[:port]/]path[:tag][@sha256:<64 hex>]), or undefined when it is not one reference. */
@@ -116,7 +128,7 @@ const resources = z
       // A bad quantity is reported as such, once; only two good ones are compared.
       if (!QUANTITY_OK[kind](r?.requests?.[kind]) || !QUANTITY_OK[kind](r?.limits?.[kind])) continue;
       const [request, limit] = [parseQuantity(r.requests[kind])!, parseQuantity(r.limits[kind])!];
-      if (request > limit) ctx.addIssue({ code: "custom", path: ["requests", kind], message: `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`, input: r.requests[kind] });
+      if (request > limit) refuse(ctx, `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`, r.requests[kind], ["requests", kind]);
     }
   });
 
@@ -170,11 +182,11 @@ const securityHeaders = z.record(z.string(), z.unknown(), { error: "must be a ma
   const out: SecurityHeaders = {};
   for (const [name, entry] of Object.entries(map)) {
     if (!HEADER_NAME.test(name)) {
-      ctx.addIssue({ code: "custom", path: [name], message: "is not a header name: lower-case letters, digits and !#$&'*+.^_`|~- only", input: name });
+      refuse(ctx, "is not a header name: lower-case letters, digits and !#$&'*+.^_`|~- only", name, [name]);
       continue;
     }
     if (NOT_SETTABLE.has(name)) {
-      ctx.addIssue({ code: "custom", path: [name], message: `is a header the gateway must not set on responses (${[...NOT_SETTABLE].join(", ")})`, input: name });
+      refuse(ctx, `is a header the gateway must not set on responses (${[...NOT_SETTABLE].join(", ")})`, name, [name]);
       continue;
     }
     if (entry === false) out[name] = false;
@@ -182,7 +194,7 @@ const securityHeaders = z.record(z.string(), z.unknown(), { error: "must be a ma
     else if (entry && typeof entry === "object" && !Array.isArray(entry) && Object.keys(entry).every((k) => k === "value" || k === "replace") && isHeaderValue((entry as { value?: unknown }).value) && typeof ((entry as { replace?: unknown }).replace ?? false) === "boolean") {
       const e = entry as { value: string; replace?: boolean };
       out[name] = { value: e.value, replace: e.replace ?? false };
-    } else ctx.addIssue({ code: "custom", path: [name], message: `must be ${HEADER_VALUE_HINT}`, input: entry });
+    } else refuse(ctx, `must be ${HEADER_VALUE_HINT}`, entry, [name]);
   }
   return out;
 });
@@ -203,7 +215,7 @@ const retryResetMethods = z
   .array(z.enum(IDEMPOTENT_METHODS, { error: METHODS_HINT }), { error: METHODS_HINT })
   .superRefine((list, ctx) => {
     list.forEach((m, i) => {
-      if (list.indexOf(m) !== i) ctx.addIssue({ code: "custom", path: [i], message: "is listed twice; list each method once", input: m });
+      if (list.indexOf(m) !== i) refuse(ctx, "is listed twice; list each method once", m, [i]);
     });
   });
 const retryCount = intIn(0, 10, "a whole number of retries");
@@ -256,7 +268,7 @@ const gatewaySettings = (role: GatewayRole) =>
       // Two good replica counts are compared; a bad one is reported as such, once.
       const good = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 100;
       if (good(g?.maxReplicas) && good(g?.replicas) && g.maxReplicas < g.replicas) {
-        ctx.addIssue({ code: "custom", path: ["maxReplicas"], message: `must be at least replicas (${g.replicas})`, input: g.maxReplicas });
+        refuse(ctx, `must be at least replicas (${g.replicas})`, g.maxReplicas, ["maxReplicas"]);
       }
     }, { when: () => true });
 
@@ -507,7 +519,7 @@ function resolveGateways<G extends { devHost?: string | undefined }>(c: { domain
 export function crossKeyProblems(raw: Record<string, unknown>): { path: (string | number)[]; input: unknown; message: string }[] {
   const problems: { path: (string | number)[]; input: unknown; message: string }[] = [];
   const seen = new Map<string, number>();
-  (Array.isArray(raw.services) ? raw.services : []).forEach((s: unknown, i: number) => {
+  listAt(raw.services).forEach((s, i) => {
     const name = (s as { name?: unknown } | null)?.name;
     if (typeof name !== "string") return;
     const first = seen.get(name);
@@ -530,7 +542,7 @@ function listenerLimitProblems(raw: Record<string, unknown>): CrossKeyProblem[] 
   const edge = (raw.edge && typeof raw.edge === "object" ? raw.edge : {}) as Record<string, unknown>;
   const total = typeof edge.maxConnections === "number" ? edge.maxConnections : 50000;
   return (["httpsMaxConnections", "httpMaxConnections"] as const)
-    .filter((key) => typeof edge[key] === "number" && Number.isInteger(edge[key]) && (edge[key] as number) > total)
+    .filter((key) => Number.isInteger(edge[key]) && (edge[key] as number) > total)
     .map((key) => ({ path: ["edge", key], input: edge[key], message: `must be at most edge.maxConnections (${total.toLocaleString("en-US")}), the limit of the whole pod` }));
 }
 
@@ -553,7 +565,8 @@ function derivedNameProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
     },
   };
   const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
-  const services = (Array.isArray(raw.services) ? raw.services : []) as { name?: unknown; versions?: unknown; aliases?: unknown }[];
+  // Entries may be anything (null among them); those without a valid name are skipped first.
+  const services = listAt(raw.services) as { name?: unknown; versions?: unknown; aliases?: unknown }[];
   const gateways = (raw.gateways && typeof raw.gateways === "object" ? raw.gateways : {}) as Record<string, Record<string, unknown> | undefined>;
   const namespace = str(raw.namespace) ?? "default";
   const clusterDomain = str(raw.clusterDomain) ?? "cluster.local";
@@ -563,7 +576,8 @@ function derivedNameProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
     const name = str(s?.name);
     if (name && isDnsLabelName(name) && !firstOf.has(name)) firstOf.set(name, i);
   });
-  const valid = (name: string | undefined, i: number): name is string => name !== undefined && firstOf.get(name) === i;
+  // No service is named "": its name is no DNS label.
+  const valid = (name: string | undefined, i: number): name is string => firstOf.get(name ?? "") === i;
 
   for (const gateway of GATEWAYS) {
     const g = gateways[gateway] ?? {};
@@ -634,8 +648,8 @@ function pathKey(path: readonly (string | number)[]): string {
 /** Shifts against the services they move: known service with versions, the checks every shift gets, no overlaps, every multi-version service shifted. */
 function shiftConfigProblems(raw: Record<string, unknown>): { path: (string | number)[]; input: unknown; message: string }[] {
   const out: { path: (string | number)[]; input: unknown; message: string }[] = [];
-  const services = (Array.isArray(raw.services) ? raw.services : []) as { name?: unknown; versions?: unknown }[];
-  const shifts = (Array.isArray(raw.shifts) ? raw.shifts : []) as Record<string, unknown>[];
+  const services = listAt(raw.services) as ({ name?: unknown; versions?: unknown } | null)[];
+  const shifts = listAt(raw.shifts) as (Record<string, unknown> | null)[];
   const versionsOf = new Map<string, string[]>();
   for (const s of services) if (typeof s?.name === "string") versionsOf.set(s.name, Array.isArray(s.versions) ? (s.versions as unknown[]).filter((v): v is string => typeof v === "string") : []);
   const parsed = new Map<string, Shift[]>();

@@ -297,7 +297,7 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     [
       "two versions giving the same Service",
       withValue(services([{ name: "a", replicas: 1, versions: ["b-c", "d"] }, { name: "a-b", replicas: 1, versions: ["c", "e"] }]), "shifts", [shiftOf("a", "b-c", "d"), shiftOf("a-b", "c", "e")]),
-      [/^envoy-gateways:services\[1\]\.versions\[0\]: this version is the Service a-b-c, which is also the Service of envoy-gateways:services\[0\]\.versions\[0\]/],
+      [/^envoy-gateways:services\[1\]\.versions\[0\]: this version is the Service a-b-c, which is also the Service of envoy-gateways:services\[0\]\.versions\[0\]; choose another name \(got "c"\)$/],
     ],
     ["an alias that is another service's host", services([{ name: "www", replicas: 2, aliases: ["batch.example.org"] }, { name: "batch", replicas: 2 }]), [/^envoy-gateways:services\[1\]\.name: the host batch\.example\.org on gateway is also the alias of envoy-gateways:services\[0\]\.aliases\[0\]/]],
     ["one alias on two services", services([{ name: "www", replicas: 2, aliases: ["example.org"] }, { name: "web", replicas: 2, aliases: ["example.org"] }]), [/^envoy-gateways:services\[1\]\.aliases\[0\]: the alias example\.org on gateway is also the alias of envoy-gateways:services\[0\]\.aliases\[0\]/]],
@@ -318,11 +318,37 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     ["replicas out of range, with a maxReplicas below it", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 5), "gateways.gateway.replicas", 200), [/^envoy-gateways:gateways\.gateway\.replicas: must be a whole number of replicas from 1 to 100 \(got 200\)$/]],
     ["replicas as text, with a maxReplicas", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 5), "gateways.gateway.replicas", "three"), [/^envoy-gateways:gateways\.gateway\.replicas: .*\(got "three"\)$/]],
     ["maxReplicas below replicas, without the whole gateway", withValue(minimalRaw(), "gateways.gateway.maxReplicas", 1), [/^envoy-gateways:gateways\.gateway\.maxReplicas: must be at least replicas \(2\) \(got 1\)$/]],
+    ["maxReplicas 99 below replicas 100", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 99), "gateways.gateway.replicas", 100), [/^envoy-gateways:gateways\.gateway\.maxReplicas: must be at least replicas \(100\) \(got 99\)$/]],
+    ["maxReplicas of 0, not also compared", withValue(minimalRaw(), "gateways.gateway.maxReplicas", 0), [/^envoy-gateways:gateways\.gateway\.maxReplicas: must be a whole number of replicas from 1 to 100 \(got 0\)$/]],
+    ["replicas of 2.5, not also compared", withValue(withValue(minimalRaw(), "gateways.gateway.maxReplicas", 2), "gateways.gateway.replicas", 2.5), [/^envoy-gateways:gateways\.gateway\.replicas: must be a whole number of replicas from 1 to 100 \(got 2\.5\)$/]],
+    ["a listener limit that is no whole number, not also compared", withValue(minimalRaw(), "edge", { httpsMaxConnections: 60000.5 }), [/^envoy-gateways:edge\.httpsMaxConnections: .*\(got 60000\.5\)$/]],
+    ["a service named like a gateway", services([{ name: "internal-gateway", replicas: 2 }]), [/^envoy-gateways:services\[0\]\.name: is the name of a gateway's own Service; choose another name \(got "internal-gateway"\)$/]],
+    ["a service named like a gateway's pods", services([{ name: "gateway-pods", replicas: 2 }]), [/^envoy-gateways:services\[0\]\.name: is the name of the headless Service of a gateway's own pods; choose another name \(got "gateway-pods"\)$/]],
+    ["a service that is no mapping (the others still checked)", services([null, { name: "www", replicas: 2 }, { name: "www", replicas: 2 }]), [/^envoy-gateways:services\[0\]: /, /^envoy-gateways:services\[2\]\.name: duplicates services\[1\]\.name; service names must be unique/]],
+    ["two services with the same name that is no text", services([{ name: 5, replicas: 2 }, { name: 5, replicas: 2 }]), [/^envoy-gateways:services\[0\]\.name: /, /^envoy-gateways:services\[1\]\.name: /]],
+    ["a bad alias on two services, not also a clash", services([{ name: "www", replicas: 2, aliases: ["Bad.example.org"] }, { name: "web", replicas: 2, aliases: ["Bad.example.org"] }]), [/^envoy-gateways:services\[0\]\.aliases\[0\]: /, /^envoy-gateways:services\[1\]\.aliases\[0\]: /]],
+    ["a bad version listed twice, not also a duplicate", withValue(services([{ name: "batch", replicas: 2, versions: ["Bad_V", "Bad_V", "blue"] }]), "shifts", [shiftOf("batch", "blue", "Bad_V")]), [/^envoy-gateways:services\[0\]\.versions\[0\]: must be a DNS label/, /^envoy-gateways:services\[0\]\.versions\[1\]: must be a DNS label/]],
+    ["a version that is no text beside its text, not also a clash", withValue(services([{ name: "batch", replicas: 2, versions: [5, "5"] }]), "shifts", [shiftOf("batch", "5", "6")]), [/^envoy-gateways:services\[0\]\.versions\[0\]: /, /^envoy-gateways:shifts\[0\]\.service: has no versions to shift between/]],
+    ["a service of 63 characters whose versions' Services are longer", withValue(services([{ name: "s".repeat(63), replicas: 2, versions: ["a", "b"] }]), "shifts", [shiftOf("s".repeat(63), "a", "b")]), [/^envoy-gateways:services\[0\]\.versions\[0\]: gives the Service s{63}-a, longer than the 63 characters/, /^envoy-gateways:services\[0\]\.versions\[1\]: gives the Service s{63}-b/]],
+    [
+      "an upstream host over 253 characters in the default namespace",
+      withValue(services([{ name: "s".repeat(63), replicas: 2 }]), "clusterDomain", long(190)),
+      [new RegExp(`^envoy-gateways:services\\[0\\]\\.name: this service's Service name gives the upstream host s{63}\\.default\\.svc\\.${long(190).replace(/\./g, "\\.")}, longer than the 253 characters DNS allows`)],
+    ],
+    ["a shift of a service without versions", withValue(minimalRaw(), "shifts", [shiftOf("www", "a", "b")]), [/^envoy-gateways:shifts\[0\]\.service: has no versions to shift between; list them in its versions \(got "www"\)$/]],
+    ["a shift of no service of the stack", withValue(minimalRaw(), "shifts", [null, shiftOf("nope", "a", "b")]), [/^envoy-gateways:shifts\[0\]: /, /^envoy-gateways:shifts\[1\]\.service: is not a service of this stack \(envoy-gateways:services\) \(got "nope"\)$/]],
+    ["a service with versions and no shift", services([{ name: "batch", replicas: 2, versions: ["blue", "green"] }]), [/^envoy-gateways:services\[0\]\.versions: batch has several versions but no shift in envoy-gateways:shifts says how to split its traffic \(got \["blue","green"\]\)$/]],
   ];
   it.each(cases)("refuses %s, once, naming the key and the value", (_, raw, expected) => {
     const problems = problemsOf(raw);
     expect(problems, problems.join("\n")).toHaveLength(expected.length);
     expected.forEach((pattern, i) => expect(problems[i]).toMatch(pattern));
+  });
+
+  it("accepts a version Service of exactly 63 characters, and aliases a gateway does not serve twice", () => {
+    let raw = withValue(services([{ name: "b".repeat(40), replicas: 2, versions: ["v".repeat(22), "w"] }, { name: "www", replicas: 2, aliases: ["example.com"] }, { name: "web", replicas: 2, aliases: ["example.com"] }]), "shifts", [shiftOf("b".repeat(40), "v".repeat(22), "w")]);
+    raw = withValue(raw, "gateways.gateway.serveAliases", false);
+    expect(parseStackConfig(raw).services[0]!.versions).toEqual(["v".repeat(22), "w"]);
   });
 
   it("accepts what Kubernetes and Envoy accept", () => {
