@@ -4,7 +4,7 @@
 // test/e2e/envoy-validator.test.ts.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, equals, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { translateGateway } from "../../routing/envoy/gateway.js";
@@ -15,7 +15,7 @@ import { envoyRuleViolations } from "../../routing/validation/envoy-rules.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import type { Problem } from "../../routing/config/errors.js";
 import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
-import { decode } from "../../routing/validation/decode.js";
+import { decode, SharedDecoder } from "../../routing/validation/decode.js";
 import { DESCRIPTOR_FILE, envoyApi, loadEnvoyApi } from "../../routing/validation/descriptors.js";
 import { tempDir } from "./temp-dir.js";
 import { checkRules, compileEveryRule } from "../../routing/validation/rules.js";
@@ -243,5 +243,57 @@ describe("the validator's entry points: what each checks and the key of each pro
     const problems: Problem[] = [];
     checkMessage("envoy.config.bootstrap.v3.Bootstrap", "x", "gateway/envoy.yaml", problems);
     expect(problems).toEqual([{ key: "gateway/envoy.yaml", message: `cannot decode message envoy.config.bootstrap.v3.Bootstrap from JSON: "x"` }]);
+  });
+});
+
+describe("the shared decoder", () => {
+  // Decoding each shared part once must give what decoding every document whole gives: the same messages, field for field.
+  it.each(ACCEPTED)("decodes every resource of both gateways exactly as a whole decode does: $name", ({ config, namespaces }) => {
+    const c = config();
+    const t = buildRoutingTable(c, namespaces, "dev namespaces", CORPUS_NOW);
+    const { registry } = envoyApi();
+    for (const g of ["gateway", "internal-gateway"] as const) {
+      const docs = translateGateway(c, t, g);
+      const decoder = new SharedDecoder([docs.bootstrap, ...docs.cds.resources, ...docs.rds.resources]);
+      const pairs: [string, Json, boolean][] = [
+        ["envoy.config.bootstrap.v3.Bootstrap", docs.bootstrap, false],
+        ...(docs.cds.resources as Json[]).map((r): [string, Json, boolean] => ["envoy.config.cluster.v3.Cluster", r, true]),
+        ...(docs.rds.resources as Json[]).map((r): [string, Json, boolean] => ["envoy.config.route.v3.RouteConfiguration", r, true]),
+      ];
+      for (const [typeName, json, resource] of pairs) {
+        const { "@type": _, ...body } = json;
+        const whole = decode(typeName, resource ? body : json);
+        const shared = resource ? decoder.decodeResource(typeName, json) : decoder.decode(typeName, json);
+        if (!whole.ok || !shared.ok) throw new Error(`${g} ${typeName} ${String(json.name)} did not decode`);
+        expect(equals(registry.getMessage(typeName)!, shared.message, whole.message), `${g} ${typeName} ${String(json.name)}`).toBe(true);
+      }
+    }
+  });
+
+  it("counts a part used twice as shared, and one used once as not", () => {
+    const socket = { name: "envoy.transport_sockets.tls", typed_config: { "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", sni: "a" } };
+    const cluster = (name: string, transport_socket: Json) => ({ "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", name, connect_timeout: "1s", transport_socket });
+    const [a, b, c] = [cluster("a", socket), cluster("b", socket), cluster("c", structuredClone(socket))];
+    const decoder = new SharedDecoder([a, b, c]);
+    const decoded = [a, b, c].map((r) => decoder.decodeResource("envoy.config.cluster.v3.Cluster", r));
+    const sockets = decoded.map((d) => (d.ok ? (d.message as unknown as { transportSocket: object }).transportSocket : undefined));
+    expect(sockets[0]).toBe(sockets[1]);
+    expect(decoder.shared.has(sockets[0]!)).toBe(true);
+    expect(sockets[2]).not.toBe(sockets[0]);
+    expect(decoder.shared.has(sockets[2]!)).toBe(false);
+  });
+
+  it("finds an unknown field or a oneof set twice inside a shared part, as a whole decode does", () => {
+    const cluster = (name: string, part: Json) => ({ "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", name, connect_timeout: "1s", ...part });
+    const dns = { name: "envoy.cluster.dns", typed_config: { "@type": "type.googleapis.com/envoy.extensions.clusters.dns.v3.DnsCluster" } };
+    // An unknown field in a shared part; a shared part that sets the oneof (cluster_discovery_type) the resource's own `type` sets already.
+    for (const [key, shared, own] of [["circuit_breakers", { thresholdz: [] }, {}], ["cluster_type", dns, { type: "STATIC" }]] as const) {
+      const [a, b] = [cluster("a", { ...own, [key]: shared }), cluster("b", { ...own, [key]: shared })];
+      const decoder = new SharedDecoder([a, b]);
+      const { "@type": _, ...body } = a;
+      const whole = decode("envoy.config.cluster.v3.Cluster", body);
+      expect(whole.ok).toBe(false);
+      expect(decoder.decodeResource("envoy.config.cluster.v3.Cluster", a)).toEqual(whole);
+    }
   });
 });
