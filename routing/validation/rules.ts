@@ -6,7 +6,10 @@
 // deprecated in the API are reported too: generated documents never use them.
 //
 // Each message type's rules are compiled once into small check functions;
-// the walk reads the decoded messages' fields directly.
+// the walk reads the decoded messages' fields directly. The rules checked are
+// those Envoy's API uses (CHECKED_RULES); any other is refused when compiled,
+// so that an Envoy API that starts using one fails compileEveryRule
+// (validator.test.ts) instead of going unchecked.
 import { getExtension, hasExtension, toJson, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { anyUnpack, type Any } from "@bufbuild/protobuf/wkt";
 import { RE2JS } from "@bufbuild/re2";
@@ -74,7 +77,35 @@ export function compileEveryRule(): CompiledRules {
 }
 
 function hasCheck(fp: FieldPlan): boolean {
-  return !!(fp.check || fp.required || fp.skipMessage || fp.checkCollection || fp.item?.check || fp.checkKey || fp.anyIn || fp.anyNotIn);
+  return !!(fp.check || fp.required || fp.skipMessage || fp.checkCollection || fp.item?.check || fp.checkKey);
+}
+
+const RANGE = ["gt", "gte", "lt", "lte"];
+const NUMBER = new Set([...RANGE, "ignore_empty"]);
+/** The protoc-gen-validate rules Envoy's API uses, by kind of rule (scalars, collections, messages): the ones checked here. */
+const CHECKED_RULES: Record<string, ReadonlySet<string>> = {
+  string: new Set(["min_len", "max_len", "max_bytes", "prefix", "suffix", "in", "pattern", "well_known_regex", "strict", "ignore_empty"]),
+  bytes: new Set(["min_len", "max_len"]),
+  bool: new Set(["const"]),
+  enum: new Set(["defined_only", "not_in"]),
+  ...Object.fromEntries(["double", "float", "int32", "uint32", "sint32", "fixed32", "sfixed32", "int64", "uint64", "sint64", "fixed64", "sfixed64"].map((k) => [k, NUMBER])),
+  duration: new Set([...RANGE, "required"]),
+  message: new Set(["required", "skip"]),
+  any: new Set(["required"]),
+  repeated: new Set(["min_items", "max_items", "unique", "items"]),
+  map: new Set(["min_pairs", "keys", "values"]),
+};
+
+/** The rules (`kind.rule`, items and map keys and values inside) that are not among CHECKED_RULES. */
+export function uncheckedRules(rules: Rules, prefix = ""): string[] {
+  const out: string[] = [];
+  for (const [kind, r] of Object.entries(rules)) {
+    for (const [rule, inner] of Object.entries(r as Rules)) {
+      if (!CHECKED_RULES[kind]?.has(rule)) out.push(`${prefix}${kind}.${rule}`);
+      else if (rule === "items" || rule === "keys" || rule === "values") out.push(...uncheckedRules(inner as Rules, `${prefix}${kind}.${rule}.`));
+    }
+  }
+  return out;
 }
 
 interface Walk {
@@ -100,15 +131,11 @@ interface FieldPlan {
   /** Rules on each list item or map value; and on map keys. */
   item: FieldPlan | undefined;
   checkKey: Check | undefined;
-  /** Any: allowed type URLs. */
-  anyIn: string[] | undefined;
-  anyNotIn: string[] | undefined;
   /** The message type walked below this field (lists and maps: of their values). */
   message: DescMessage | undefined;
 }
 
 interface MessagePlan {
-  skip: boolean;
   fields: FieldPlan[];
   requiredOneofs: { localName: string; name: string; members: string }[];
 }
@@ -120,7 +147,7 @@ function planFor(desc: DescMessage): MessagePlan {
   if (plan) return plan;
   const api = envoyApi();
   const options = desc.proto.options;
-  const skip = options !== undefined && hasExtension(options, api.messageDisabled) && getExtension(options, api.messageDisabled) === true;
+  if (options !== undefined && hasExtension(options, api.messageDisabled)) throw new Error(`${desc.typeName}: (validate.disabled) is a rule the validator does not check (routing/validation/rules.ts)`);
   const fields: FieldPlan[] = [];
   for (const field of desc.fields) {
     const rules = fieldRules(field);
@@ -133,7 +160,7 @@ function planFor(desc: DescMessage): MessagePlan {
       return opts !== undefined && hasExtension(opts, api.oneofRequired) && getExtension(opts, api.oneofRequired) === true;
     })
     .map((o) => ({ localName: o.localName, name: o.name, members: o.fields.map((f) => f.name).join(", ") }));
-  plan = { skip, fields, requiredOneofs };
+  plan = { fields, requiredOneofs };
   plans.set(desc, plan);
   return plan;
 }
@@ -142,8 +169,10 @@ function fieldRules(field: DescField): Rules | undefined {
   const api = envoyApi();
   const options = field.proto.options;
   if (!options || !hasExtension(options, api.fieldRules)) return undefined;
-  const rules = getExtension(options, api.fieldRules) as Message;
-  return toJson(api.registry.getMessage("validate.FieldRules")!, rules, { useProtoFieldName: true }) as Rules;
+  const rules = toJson(api.registry.getMessage("validate.FieldRules")!, getExtension(options, api.fieldRules) as Message, { useProtoFieldName: true }) as Rules;
+  const unchecked = uncheckedRules(rules);
+  if (unchecked.length) throw new Error(`${field.parent.typeName}.${field.name}: (validate.rules) ${unchecked.join(", ")}: not rules the validator checks (routing/validation/rules.ts CHECKED_RULES)`);
+  return rules;
 }
 
 const IMPLICIT = 2; // FeatureSet.FieldPresence.IMPLICIT: proto3 fields without `optional`
@@ -161,8 +190,6 @@ function compileField(field: DescField, rules: Rules | undefined): FieldPlan {
     checkCollection: undefined,
     item: undefined,
     checkKey: undefined,
-    anyIn: undefined,
-    anyNotIn: undefined,
     message: kind === "message" || (kind === "list" && field.listKind === "message") || (kind === "map" && field.mapKind === "message") ? field.message : undefined,
   };
   if (!rules) return plan;
@@ -171,9 +198,6 @@ function compileField(field: DescField, rules: Rules | undefined): FieldPlan {
     plan.required = isRequired(rules) && !field.oneof; // a oneof member's rules apply only when it is the member set
     plan.skipMessage = (rules.message as Rules | undefined)?.skip === true;
     plan.check = compileMessageValueRules(field.message, rules);
-    const any = rules.any as Rules | undefined;
-    plan.anyIn = any?.in as string[] | undefined;
-    plan.anyNotIn = any?.not_in as string[] | undefined;
   }
   if (kind === "list") {
     const rep = rules.repeated as Rules | undefined;
@@ -206,8 +230,6 @@ function itemPlan(field: DescField, rules: Rules, message: DescMessage | undefin
     checkCollection: undefined,
     item: undefined,
     checkKey: undefined,
-    anyIn: (rules.any as Rules | undefined)?.in as string[] | undefined,
-    anyNotIn: (rules.any as Rules | undefined)?.not_in as string[] | undefined,
     message,
   };
 }
@@ -252,14 +274,12 @@ function isRequired(rules: Rules): boolean {
   return (
     (rules.message as Rules | undefined)?.required === true ||
     (rules.duration as Rules | undefined)?.required === true ||
-    (rules.any as Rules | undefined)?.required === true ||
-    (rules.timestamp as Rules | undefined)?.required === true
+    (rules.any as Rules | undefined)?.required === true
   );
 }
 
 function walkMessage(walk: Walk, desc: DescMessage, m: Fields, path: string[], out: RuleViolation[]): void {
   const plan = planFor(desc);
-  if (plan.skip) return;
   for (const oneof of plan.requiredOneofs) {
     if ((m[oneof.localName] as { case?: unknown } | undefined)?.case === undefined) report(out, path, oneof.name, `exactly one of ${oneof.members} is required`);
   }
@@ -343,7 +363,7 @@ const bareItemPlans = new Map<FieldPlan, FieldPlan>();
 /** Items of a list or map of messages without item rules: just walked. */
 function itemPlanFor(fp: FieldPlan): FieldPlan {
   let p = bareItemPlans.get(fp);
-  if (!p) bareItemPlans.set(fp, (p = { ...fp, read: () => undefined, deprecated: false, check: undefined, required: false, skipMessage: false, checkCollection: undefined, item: undefined, checkKey: undefined, anyIn: undefined, anyNotIn: undefined }));
+  if (!p) bareItemPlans.set(fp, (p = { ...fp, read: () => undefined, deprecated: false, check: undefined, required: false, skipMessage: false, checkCollection: undefined, item: undefined, checkKey: undefined }));
   return p;
 }
 
@@ -374,15 +394,10 @@ function checkMessageValue(walk: Walk, fp: FieldPlan, value: Fields, path: strin
   const typeName = desc.typeName;
   if (typeName === "google.protobuf.Any") {
     const any = value as unknown as Any;
-    if (fp.anyIn && !fp.anyIn.includes(any.typeUrl)) report(out, path, "", `type must be one of ${fp.anyIn.join(", ")}`);
-    if (fp.anyNotIn?.includes(any.typeUrl)) report(out, path, "", `type ${any.typeUrl} is not allowed here`);
     const { registry } = envoyApi();
-    const innerDesc = registry.getMessage(any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1));
-    const inner = innerDesc ? anyUnpack(any, registry) : undefined;
-    if (!inner || !innerDesc) {
-      report(out, path, "", `type ${any.typeUrl} is not a message of Envoy's API`);
-      return;
-    }
+    // Decoding resolved every @type in the registry (decode.ts): the inner message is there.
+    const innerDesc = registry.getMessage(any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1))!;
+    const inner = anyUnpack(any, registry)!;
     path.push(`<${innerDesc.name}>`);
     walkMessage(walk, innerDesc, inner as unknown as Fields, path, out);
     path.pop();
@@ -459,20 +474,14 @@ function compileValueRules(rules: Rules, field: DescField | undefined): Check | 
   }
 }
 
-/** PGV numeric semantics: const, in/not_in, and ranges (lower > upper means "outside"). */
+/** PGV numeric ranges (lower > upper means "outside"). */
 function compileRange<T extends number | bigint>(r: Rules, parse: (x: unknown) => T, show: (x: T) => string): (v: T) => string | undefined {
-  const constant = r.const !== undefined ? parse(r.const) : undefined;
-  const inList = Array.isArray(r.in) ? r.in.map(parse) : undefined;
-  const notIn = Array.isArray(r.not_in) ? r.not_in.map(parse) : undefined;
   const lower = r.gt !== undefined ? { v: parse(r.gt), exclusive: true } : r.gte !== undefined ? { v: parse(r.gte), exclusive: false } : undefined;
   const upper = r.lt !== undefined ? { v: parse(r.lt), exclusive: true } : r.lte !== undefined ? { v: parse(r.lte), exclusive: false } : undefined;
   const lowerText = lower && `${lower.exclusive ? "greater than" : "at least"} ${show(lower.v)}`;
   const upperText = upper && `${upper.exclusive ? "less than" : "at most"} ${show(upper.v)}`;
   const outside = lower !== undefined && upper !== undefined && lower.v > upper.v;
   return (v) => {
-    if (constant !== undefined && v !== constant) return `must be ${show(constant)}`;
-    if (inList && !inList.includes(v)) return `must be one of ${inList.map(show).join(", ")}`;
-    if (notIn?.includes(v)) return `must not be ${show(v)}`;
     const aboveLower = lower === undefined || (lower.exclusive ? v > lower.v : v >= lower.v);
     const belowUpper = upper === undefined || (upper.exclusive ? v < upper.v : v <= upper.v);
     if (outside) return aboveLower || belowUpper ? undefined : `must be ${upperText} or ${lowerText} (got ${show(v)})`;
@@ -484,16 +493,11 @@ function compileRange<T extends number | bigint>(r: Rules, parse: (x: unknown) =
 function compileEnum(field: DescField | undefined, r: Rules): Check {
   const desc = field?.enum;
   const name = (n: number) => desc?.values.find((v) => v.number === n)?.name ?? String(n);
-  const toNumber = (x: unknown) => (typeof x === "number" ? x : (desc?.values.find((v) => v.name === x)?.number ?? Number(x)));
   const defined = new Set(desc?.values.map((v) => v.number));
-  const constant = r.const !== undefined ? toNumber(r.const) : undefined;
-  const inList = Array.isArray(r.in) ? r.in.map(toNumber) : undefined;
-  const notIn = Array.isArray(r.not_in) ? r.not_in.map(toNumber) : undefined;
+  const notIn = r.not_in as number[] | undefined; // EnumRules.not_in: enum numbers
   return (raw) => {
     const value = raw as number;
     if (r.defined_only === true && desc && !defined.has(value)) return `is not a defined ${desc.name} value (got ${value})`;
-    if (constant !== undefined && value !== constant) return `must be ${name(constant)}`;
-    if (inList && !inList.includes(value)) return `must be one of ${inList.map(name).join(", ")}`;
     if (notIn?.includes(value)) return `must not be ${name(value)}`;
     return undefined;
   };
@@ -502,13 +506,10 @@ function compileEnum(field: DescField | undefined, r: Rules): Check {
 const HEADER_NAME = /^:?[0-9a-zA-Z!#$%&'*+\-.^_|~`]+$/;
 const HEADER_VALUE = /^[^\u0000-\u0008\u000A-\u001F\u007F]*$/;
 const HEADER_LOOSE = /^[^\u0000\u000A\u000D]*$/;
-const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$/;
 
 function compileString(r: Rules): Check {
   const checks: ((s: string) => string | undefined)[] = [];
   const n = (x: unknown) => Number(x);
-  if (r.const !== undefined) checks.push((s) => (s !== r.const ? `must be ${JSON.stringify(r.const)}` : undefined));
-  if (r.len !== undefined) checks.push((s) => ([...s].length !== n(r.len) ? `must be exactly ${r.len} characters` : undefined));
   if (r.min_len !== undefined) {
     const min = n(r.min_len);
     checks.push((s) => (s.length < min && [...s].length < min ? (min === 1 ? "must not be empty" : `must be at least ${min} characters`) : undefined));
@@ -517,14 +518,10 @@ function compileString(r: Rules): Check {
     const max = n(r.max_len);
     checks.push((s) => (s.length > max && [...s].length > max ? `must be at most ${max} characters` : undefined));
   }
-  if (r.min_bytes !== undefined) checks.push((s) => (Buffer.byteLength(s) < n(r.min_bytes) ? `must be at least ${r.min_bytes} bytes` : undefined));
   if (r.max_bytes !== undefined) checks.push((s) => (Buffer.byteLength(s) > n(r.max_bytes) ? `must be at most ${r.max_bytes} bytes` : undefined));
   if (typeof r.prefix === "string") checks.push((s) => (!s.startsWith(r.prefix as string) ? `must start with ${JSON.stringify(r.prefix)}` : undefined));
   if (typeof r.suffix === "string") checks.push((s) => (!s.endsWith(r.suffix as string) ? `must end with ${JSON.stringify(r.suffix)}` : undefined));
-  if (typeof r.contains === "string") checks.push((s) => (!s.includes(r.contains as string) ? `must contain ${JSON.stringify(r.contains)}` : undefined));
-  if (typeof r.not_contains === "string") checks.push((s) => (s.includes(r.not_contains as string) ? `must not contain ${JSON.stringify(r.not_contains)}` : undefined));
   if (Array.isArray(r.in)) checks.push((s) => (!(r.in as string[]).includes(s) ? `must be one of ${(r.in as string[]).join(", ")}` : undefined));
-  if (Array.isArray(r.not_in)) checks.push((s) => ((r.not_in as string[]).includes(s) ? `must not be ${JSON.stringify(s)}` : undefined));
   if (typeof r.pattern === "string") {
     const re = RE2JS.compile(r.pattern);
     checks.push((s) => (!re.test(s) ? `must match ${r.pattern} (got ${JSON.stringify(s)})` : undefined));
@@ -538,10 +535,6 @@ function compileString(r: Rules): Check {
     const re = r.strict === false ? HEADER_LOOSE : HEADER_VALUE;
     checks.push((s) => (!re.test(s) ? "must be a valid HTTP header value" : undefined));
   }
-  if (r.hostname === true) checks.push((s) => (!HOSTNAME.test(s) ? "must be a hostname" : undefined));
-  if (r.ip === true || r.ipv4 === true || r.ipv6 === true) checks.push((s) => (!isIp(s, r) ? "must be an IP address" : undefined));
-  if (r.address === true) checks.push((s) => (!isIp(s, {}) && !HOSTNAME.test(s) ? "must be a hostname or IP address" : undefined));
-  if (r.uri === true) checks.push((s) => (!/^[A-Za-z][A-Za-z0-9+.-]*:/.test(s) ? "must be an absolute URI" : undefined));
   const ignoreEmpty = r.ignore_empty === true;
   return (v) => {
     const s = v as string;
@@ -554,20 +547,11 @@ function compileString(r: Rules): Check {
   };
 }
 
-function isIp(s: string, r: Rules): boolean {
-  const v4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/.test(s);
-  const v6 = s.includes(":") && /^[0-9A-Fa-f:.]+$/.test(s);
-  if (r.ipv4 === true) return v4;
-  if (r.ipv6 === true) return v6;
-  return v4 || v6;
-}
-
 function compileBytes(r: Rules): Check {
   return (v) => {
     const b = v as Uint8Array;
     if (r.min_len !== undefined && b.length < Number(r.min_len)) return `must be at least ${r.min_len} bytes`;
     if (r.max_len !== undefined && b.length > Number(r.max_len)) return `must be at most ${r.max_len} bytes`;
-    if (r.len !== undefined && b.length !== Number(r.len)) return `must be exactly ${r.len} bytes`;
     return undefined;
   };
 }
@@ -575,7 +559,6 @@ function compileBytes(r: Rules): Check {
 function compileRepeated(r: Rules): (value: unknown) => string | undefined {
   return (value) => {
     const list = value as unknown[];
-    if (r.ignore_empty === true && list.length === 0) return undefined;
     if (r.min_items !== undefined && list.length < Number(r.min_items)) return Number(r.min_items) === 1 ? "must have at least one entry" : `must have at least ${r.min_items} entries`;
     if (r.max_items !== undefined && list.length > Number(r.max_items)) return `must have at most ${r.max_items} entries`;
     if (r.unique === true) {
@@ -594,7 +577,6 @@ function compileMapSize(r: Rules): (size: unknown) => string | undefined {
   return (size) => {
     const n = size as number;
     if (r.min_pairs !== undefined && n < Number(r.min_pairs)) return `needs at least ${r.min_pairs} entries`;
-    if (r.max_pairs !== undefined && n > Number(r.max_pairs)) return `allows at most ${r.max_pairs} entries`;
     return undefined;
   };
 }

@@ -2,9 +2,9 @@
 // validator checks them: one case per kind of rule Envoy's messages use,
 // each with the path and message the user reads.
 import { describe, expect, it } from "vitest";
-import { decode } from "../../routing/validation/decode.js";
+import { decode, SharedDecoder } from "../../routing/validation/decode.js";
 import { envoyApi } from "../../routing/validation/descriptors.js";
-import { checkRules } from "../../routing/validation/rules.js";
+import { checkRules, uncheckedRules } from "../../routing/validation/rules.js";
 
 function violations(type: string, json: unknown): string[] {
   const decoded = decode(type, json);
@@ -58,11 +58,66 @@ const cases: [string, string, unknown, string[]][] = [
     "unhealthy_threshold: is required",
     "healthy_threshold: is required",
   ]],
+  ["bool const", "envoy.config.bootstrap.v3.Bootstrap", { stats_flush_on_admin: false }, ["stats_flush_on_admin: must be true"]],
+  ["bool const kept", "envoy.config.bootstrap.v3.Bootstrap", { stats_flush_on_admin: true }, []],
+  ["uint32 ignore_empty: zero is not checked", "envoy.extensions.filters.http.ext_authz.v3.ShadowDecision", { status_code: 0 }, []],
+  ["uint32 ignore_empty: anything else is", "envoy.extensions.filters.http.ext_authz.v3.ShadowDecision", { status_code: 1 }, ["status_code: must be at least 100 and at most 599 (got 1)"]],
+  ["deprecated enum and list of messages, set", "envoy.config.cluster.v3.Cluster", { name: "c", protocol_selection: "USE_DOWNSTREAM_PROTOCOL", dns_resolvers: [{ socket_address: { address: "1.1.1.1", port_value: 53 } }] }, [
+    "dns_resolvers: is deprecated in Envoy's API (envoy.config.cluster.v3.Cluster.dns_resolvers); use its replacement",
+    "protocol_selection: is deprecated in Envoy's API (envoy.config.cluster.v3.Cluster.protocol_selection); use its replacement",
+  ]],
+  ["deprecated enum at its default and an empty deprecated list: not used", "envoy.config.cluster.v3.Cluster", { name: "c", protocol_selection: "USE_CONFIGURED_PROTOCOL", dns_resolvers: [] }, []],
+  ["deprecated map, set", "envoy.service.ext_proc.v3.HttpHeaders", { attributes: { a: {} } }, ["attributes: is deprecated in Envoy's API (envoy.service.ext_proc.v3.HttpHeaders.attributes); use its replacement"]],
+  ["deprecated map, empty", "envoy.service.ext_proc.v3.HttpHeaders", { attributes: {} }, []],
+  ["deprecated message (a wrapper)", "envoy.config.core.v3.HeaderValueOption", { header: { key: "k", value: "v" }, append: true }, ["append: is deprecated in Envoy's API (envoy.config.core.v3.HeaderValueOption.append); use its replacement"]],
+  ["message skip: the message's own rules are not checked", "envoy.config.core.v3.KeyValueAppend", { entry: { key: "", value: "eA==" } }, ["entry: is deprecated in Envoy's API (envoy.config.core.v3.KeyValueAppend.entry); use its replacement"]],
+  ["rules inside an Any in a map", "envoy.config.route.v3.RouteConfiguration", { typed_per_filter_config: { x: { "@type": "type.googleapis.com/envoy.type.v3.Percent", value: -1 } } }, ['typed_per_filter_config["x"]<Percent>.value: must be at least 0 and at most 100 (got -1)']],
+  ["string in, on a wrapper", "envoy.extensions.filters.http.mcp_json_rest_bridge.v3.ServerInfo", { max_supported_protocol_version: "x" }, ["max_supported_protocol_version: must be one of 2025-11-25, 2026-07-28"]],
+  ["string in, on a wrapper, kept", "envoy.extensions.filters.http.mcp_json_rest_bridge.v3.ServerInfo", { max_supported_protocol_version: "2025-11-25" }, []],
+  ["float gte, on a wrapper", "envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin", { error_utilization_penalty: -0.5 }, ["error_utilization_penalty: must be at least 0 (got -0.5)"]],
+  ["uint64 lte, on a wrapper", "envoy.config.route.v3.RateLimit.HitsAddend", { number: 1000000001 }, ["number: must be at most 1000000000 (got 1000000001)"]],
+  ["string in, on list items", "envoy.config.accesslog.v3.ResponseFlagFilter", { flags: ["UH", "XX"] }, ["flags[1]: must be one of LH, UH, UT, LR, UR, UF, UC, UO, NR, DI, FI, RL, UAEX, RLSE, DC, URX, SI, IH, DPE, UMSDR, RFCF, NFCF, DT, UPE, NC, OM, DF, DO, DR, UDO"]],
+  ["map key pattern", "envoy.extensions.filters.http.file_server.v3.FileServerConfig", { content_types: { "A B": "x", ok: "y" } }, ["manager_config: is required", 'content_types["A B"]: key must match ^[a-z0-9_\\-]*$ (got "A B")']],
+  ["bytes min_len", "envoy.config.common.matcher.v3.HttpGenericBodyMatch.GenericTextMatch", { binary_match: "" }, ["binary_match: must be at least 1 bytes"]],
+  ["repeated unique strings", "envoy.config.route.v3.InternalRedirectPolicy", { response_headers_to_copy: ["a", "b", "a"] }, ["response_headers_to_copy: entries must be unique (a repeats)"]],
+  ["repeated unique, all different", "envoy.config.metrics.v3.HistogramBucketSettings", { match: { exact: "x" }, buckets: [1, 2] }, []],
+  ["header value, loose, in a oneof member", "envoy.config.core.v3.GrpcService", { envoy_grpc: { cluster_name: "c", authority: "a\nb" } }, ["envoy_grpc.authority: must be a valid HTTP header value"]],
+  ["header value, loose, allows a space", "envoy.config.core.v3.GrpcService", { envoy_grpc: { cluster_name: "c", authority: "a b" } }, []],
+  ["header name, strict, and ignore_empty", "envoy.config.core.v3.UpstreamHttpProtocolOptions", { override_auto_sni_header: "a b" }, ['override_auto_sni_header: must be a valid HTTP header name (got "a b")']],
+  ["header name, strict, a pseudo-header", "envoy.config.core.v3.UpstreamHttpProtocolOptions", { override_auto_sni_header: ":authority" }, []],
+  ["header value, strict", "envoy.config.core.v3.HealthCheck.HttpHealthCheck", { path: "/", host: "a\tb\u0001" }, ["host: must be a valid HTTP header value"]],
   ["a wrapper's rules, and a message in a list", "envoy.config.route.v3.VirtualHost", { name: "v", domains: ["x"], routes: [{ match: { prefix: "/" }, direct_response: { status: 700 } }] }, ["routes[0].direct_response.status: must be at least 200 and less than 600 (got 700)"]],
 ];
 
 describe("Envoy's API rules", () => {
   it.each(cases)("%s", (_, type, json, expected) => {
     expect(violations(type, json)).toEqual(expected);
+  });
+
+  it("a message shared by two places is checked once and reported at each", () => {
+    const outlier = { max_ejection_percent: 101 };
+    const cluster = (name: string) => ({ "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", name, outlier_detection: outlier });
+    const resources = [cluster("a"), cluster("b")];
+    const decoder = new SharedDecoder(resources);
+    const desc = envoyApi().registry.getMessage("envoy.config.cluster.v3.Cluster")!;
+    const found = resources.map((r) => {
+      const d = decoder.decodeResource(desc.typeName, r);
+      if (!d.ok) throw new Error(d.error);
+      return checkRules(desc, d.message, decoder.shared).map((v) => `${v.path}: ${v.message}`);
+    });
+    expect(found).toEqual([["outlier_detection.max_ejection_percent: must be at most 100 (got 101)"], ["outlier_detection.max_ejection_percent: must be at most 100 (got 101)"]]);
+  });
+});
+
+describe("rules the validator does not check", () => {
+  it("are named, inside list items and map keys and values too", () => {
+    expect(uncheckedRules({ string: { min_len: "1", hostname: true }, repeated: { min_items: "1", items: { string: { uri: true }, timestamp: { required: true } } }, map: { keys: { string: { ip: true } }, values: { uint32: { const: 1 } } } })).toEqual([
+      "string.hostname",
+      "repeated.items.string.uri",
+      "repeated.items.timestamp.required",
+      "map.keys.string.ip",
+      "map.values.uint32.const",
+    ]);
+    expect(uncheckedRules({ duration: { gt: "0s", required: true }, message: { required: true } })).toEqual([]);
   });
 });
