@@ -69,7 +69,7 @@ export function kubeconfigOf(raw: Record<string, unknown>): string | undefined {
  * routes resources' inputs), and so in the stack's state.
  */
 function secretValueProblems(raw: Record<string, unknown>, secretKeys: ReadonlySet<string>): Problem[] {
-  const known = new Set(Object.keys(defOf(unwrap(stackConfigSchema))?.shape ?? {}));
+  const known = new Set(Object.keys(defOf(unwrap(stackConfigSchema)).shape!));
   return [...secretKeys]
     .filter((k) => k in raw && known.has(k))
     .map((k) => ({
@@ -213,26 +213,25 @@ function toProblems(issue: z.core.$ZodIssue, schema: z.ZodType): Located[] {
   return [locatedProblem(issue.path, message, issue.input)];
 }
 
-/** What this file reads of a zod schema's definition. */
-type SchemaDef = { type?: string; shape?: Record<string, unknown>; element?: unknown; innerType?: unknown; in?: unknown };
-const defOf = (schema: unknown): SchemaDef | undefined => (schema as { def?: SchemaDef } | undefined)?.def;
+/** What this file reads of a zod schema's definition (every zod schema has one). */
+type SchemaDef = { type: string; shape?: Record<string, unknown>; element?: unknown; innerType?: unknown; in?: unknown };
+const defOf = (schema: unknown): SchemaDef => (schema as { def: SchemaDef }).def;
 /** Schemas that wrap another: the keys allowed are those of the one inside (of a pipe, a transform: its input side). */
 const WRAPPERS = new Set(["default", "prefault", "optional", "nullable", "readonly", "catch", "pipe"]);
 
-/** Lists the keys the schema allows at a path, for "unknown key" errors (such a path runs through objects and lists). */
+/** Lists the keys the schema allows at a path, for "unknown key" errors: such a path runs through objects and lists to a strict object. */
 function allowedKeys(root: z.ZodType, path: readonly PropertyKey[]): string {
   let schema: unknown = root;
   for (const part of path) {
     const def = defOf(unwrap(schema));
-    schema = def?.type === "array" ? def.element : def?.shape?.[String(part)];
+    schema = def.type === "array" ? def.element : def.shape![String(part)];
   }
-  const shape = defOf(unwrap(schema))?.shape;
-  return shape ? `allowed: ${Object.keys(shape).join(", ")}` : "see the stack config reference in README.md";
+  return `allowed: ${Object.keys(defOf(unwrap(schema)).shape!).join(", ")}`;
 }
 
 function unwrap(schema: unknown): unknown {
   let def = defOf(schema);
-  while (def?.type !== undefined && WRAPPERS.has(def.type)) {
+  while (WRAPPERS.has(def.type)) {
     schema = def.type === "pipe" ? def.in : def.innerType;
     def = defOf(schema);
   }

@@ -105,7 +105,8 @@ describe("problems", () => {
   });
 
   it("of keys against each other refuse a config the schema alone accepts", () => {
-    expect(refusal(() => parseStackConfig({ ...minimalRaw(), internalDomain: "example.org" })).lines).toEqual(['envoy-gateways:internalDomain: must differ from domain (got "example.org")']);
+    const raw = withValue(minimalRaw(), "services", [{ name: "www", replicas: 2 }, { name: "www", replicas: 2 }]);
+    expect(refusal(() => parseStackConfig(raw)).lines).toEqual(['envoy-gateways:services[1].name: duplicates services[0].name; service names must be unique (got "www")']);
   });
 
   it("about no single value show none", () => {

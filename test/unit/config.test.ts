@@ -338,11 +338,23 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     ["a shift of a service without versions", withValue(minimalRaw(), "shifts", [shiftOf("www", "a", "b")]), [/^envoy-gateways:shifts\[0\]\.service: has no versions to shift between; list them in its versions \(got "www"\)$/]],
     ["a shift of no service of the stack", withValue(minimalRaw(), "shifts", [null, shiftOf("nope", "a", "b")]), [/^envoy-gateways:shifts\[0\]: /, /^envoy-gateways:shifts\[1\]\.service: is not a service of this stack \(envoy-gateways:services\) \(got "nope"\)$/]],
     ["a service with versions and no shift", services([{ name: "batch", replicas: 2, versions: ["blue", "green"] }]), [/^envoy-gateways:services\[0\]\.versions: batch has several versions but no shift in envoy-gateways:shifts says how to split its traffic \(got \["blue","green"\]\)$/]],
+    [
+      "a service with versions whose only shift is another's, among shifts that are not all mappings",
+      withValue(services([{ name: "batch", replicas: 2, versions: ["blue", "green"] }, { name: "web", replicas: 2, versions: ["a", "b"] }]), "shifts", [null, shiftOf("web", "a", "b")]),
+      [/^envoy-gateways:shifts\[0\]: /, /^envoy-gateways:services\[0\]\.versions: batch has several versions but no shift/],
+    ],
+    ["a bad shift beside a good one of the same service", withValue(services([{ name: "batch", replicas: 2, versions: ["blue", "green"] }]), "shifts", [{ ...shiftOf("batch", "blue", "green"), policy: "canary" }, shiftOf("batch", "blue", "green")]), [/^envoy-gateways:shifts\[0\]\.policy: /]],
   ];
   it.each(cases)("refuses %s, once, naming the key and the value", (_, raw, expected) => {
     const problems = problemsOf(raw);
     expect(problems, problems.join("\n")).toHaveLength(expected.length);
     expected.forEach((pattern, i) => expect(problems[i]).toMatch(pattern));
+  });
+
+  it("accepts an upstream host of exactly 253 characters", () => {
+    const raw = withValue(services([{ name: "s".repeat(63), replicas: 2 }]), "clusterDomain", long(177));
+    expect(`${"s".repeat(63)}.default.svc.${long(177)}`).toHaveLength(253);
+    expect(parseStackConfig(raw).clusterDomain).toBe(long(177));
   });
 
   it("accepts a version Service of exactly 63 characters, and aliases a gateway does not serve twice", () => {
@@ -384,10 +396,17 @@ describe("names the program derives, and values Kubernetes or Envoy would refuse
     ["a header entry with another key", "gateways.gateway.securityHeaders", { "x-frame-options": { value: "DENY", force: true } }, /securityHeaders\.x-frame-options: must be a header value/],
     ["a header entry with replace as text", "gateways.gateway.securityHeaders", { "x-frame-options": { value: "DENY", replace: "yes" } }, /securityHeaders\.x-frame-options: must be a header value/],
     ["a header entry of null", "gateways.gateway.securityHeaders", { "x-frame-options": null }, /securityHeaders\.x-frame-options: must be a header value/],
+    ["an empty header value", "gateways.gateway.securityHeaders", { "x-frame-options": "" }, /securityHeaders\.x-frame-options: must be a header value/],
+    ["a header value over 4,096 characters", "gateways.gateway.securityHeaders", { "x-frame-options": "x".repeat(4097) }, /securityHeaders\.x-frame-options: must be a header value/],
   ])("refuses %s", (_, path, value, message) => {
     const problems = problemsOf(withValue(minimalRaw(), path, value));
     expect(problems, problems.join("\n")).toHaveLength(1);
     expect(problems[0]).toMatch(message);
+  });
+
+  it("accepts header values of one character and of 4,096", () => {
+    const c = parseStackConfig(withValue(minimalRaw(), "gateways.gateway.securityHeaders", { "x-a": "a", "x-b": "b".repeat(4096) }));
+    expect(c.gateways.gateway.securityHeaders).toMatchObject({ "x-a": { value: "a" }, "x-b": { value: "b".repeat(4096) } });
   });
 
   it("takes a security header's replace as false unless it says true", () => {
@@ -414,7 +433,7 @@ describe("image references", () => {
     ["app:1.2.3rc1", { name: "app", tag: "1.2.3rc1" }, false],
     [`${"a".repeat(450)}:1.0.0`, { name: "a".repeat(450), tag: "1.0.0" }, true],
   ])("reads %s as its parts, pinned or not", (image, parts, pinned) => {
-    expect(parseImageReference(image)).toEqual(parts);
+    expect(parseImageReference(image)).toStrictEqual(parts);
     expect(isPinnedImage(image)).toBe(pinned);
   });
 
