@@ -563,10 +563,10 @@ function compileRepeated(r: Rules): (value: unknown) => string | undefined {
     if (r.max_items !== undefined && list.length > Number(r.max_items)) return `must have at most ${r.max_items} entries`;
     if (r.unique === true) {
       const seen = new Set<unknown>();
+      // Envoy's API asks unique entries of lists of strings and numbers only: compared as values.
       for (const v of list) {
-        const key = typeof v === "object" ? JSON.stringify(v) : v;
-        if (seen.has(key)) return `entries must be unique (${String(key)} repeats)`;
-        seen.add(key);
+        if (seen.has(v)) return `entries must be unique (${String(v)} repeats)`;
+        seen.add(v);
       }
     }
     return undefined;
@@ -589,11 +589,11 @@ function deprecatedMessage(desc: DescMessage, field: DescField): string {
   return `is deprecated in Envoy's API (${desc.typeName}.${field.name}); use its replacement`;
 }
 
+/** A Duration bound as protobuf JSON writes it (3s, 0.001s); Envoy's API has no negative bounds. */
 function parseDurationNanos(x: unknown): bigint {
-  const m = /^(-)?(\d+)(?:\.(\d{1,9}))?s$/.exec(String(x));
-  if (!m) return 0n;
-  const nanos = BigInt(m[2]!) * 1_000_000_000n + BigInt((m[3] ?? "").padEnd(9, "0") || "0");
-  return m[1] ? -nanos : nanos;
+  const m = /^(\d+)(?:\.(\d{1,9}))?s$/.exec(String(x));
+  if (!m) throw new Error(`duration rule ${String(x)}: not a duration bound the validator reads (routing/validation/rules.ts)`);
+  return BigInt(m[1]!) * 1_000_000_000n + BigInt((m[2] ?? "").padEnd(9, "0"));
 }
 
 function formatDuration(n: bigint): string {

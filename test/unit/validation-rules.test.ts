@@ -86,6 +86,11 @@ const cases: [string, string, unknown, string[]][] = [
   ["header name, strict, and ignore_empty", "envoy.config.core.v3.UpstreamHttpProtocolOptions", { override_auto_sni_header: "a b" }, ['override_auto_sni_header: must be a valid HTTP header name (got "a b")']],
   ["header name, strict, a pseudo-header", "envoy.config.core.v3.UpstreamHttpProtocolOptions", { override_auto_sni_header: ":authority" }, []],
   ["header value, strict", "envoy.config.core.v3.HealthCheck.HttpHealthCheck", { path: "/", host: "a\tb\u0001" }, ["host: must be a valid HTTP header value"]],
+  ["string max_len counts characters, not UTF-16 units", "envoy.extensions.filters.common.jwks.v3.JwtHandshakeValidator", { issuer: "i", local_jwks: { inline_string: "{}" }, token_header: "😀".repeat(255) }, []],
+  ["string max_len", "envoy.extensions.filters.common.jwks.v3.JwtHandshakeValidator", { issuer: "i", local_jwks: { inline_string: "{}" }, token_header: "é".repeat(256) }, ["token_header: must be at most 255 characters"]],
+  ["string max_bytes at the bound", "envoy.config.core.v3.KeyValuePair", { key: "k".repeat(16384) }, []],
+  ["string max_bytes counts UTF-8 bytes", "envoy.config.core.v3.KeyValuePair", { key: "é".repeat(8193) }, ["key: must be at most 16384 bytes"]],
+  ["string min_len counts characters", "envoy.config.core.v3.SocketAddress", { address: "😀", port_value: 1 }, []],
   ["a wrapper's rules, and a message in a list", "envoy.config.route.v3.VirtualHost", { name: "v", domains: ["x"], routes: [{ match: { prefix: "/" }, direct_response: { status: 700 } }] }, ["routes[0].direct_response.status: must be at least 200 and less than 600 (got 700)"]],
 ];
 
