@@ -30,11 +30,13 @@ describe("validator", () => {
     for (const g of ["gateway", "internal-gateway"] as const) expect(validateGateway(translateGateway(c, t, g)), g).toEqual([]);
   });
 
-  it.each(BROKEN.map((b) => [b.name, b] as const))("rejects %s", (_, { breakIt, message }) => {
+  it.each(BROKEN.map((b) => [b.name, b] as const))("rejects %s, and reports nothing the break did not make wrong", (_, { breakIt, message, alsoReports }) => {
     const docs = brokenBaseDocuments();
     breakIt(docs);
     const problems = validateGateway(docs).map((p) => `${p.key}: ${p.message}`);
     expect(problems.some((p) => message.test(p)), problems.join("\n") || "no problems reported").toBe(true);
+    expect(problems.filter((p) => !message.test(p) && !alsoReports?.test(p))).toEqual([]);
+    if (alsoReports) expect(problems.some((p) => alsoReports.test(p)), problems.join("\n")).toBe(true);
   });
 
   it("reports a problem in a shared part at every place it appears", () => {
