@@ -111,6 +111,8 @@ export class SharedDecoder {
   private readonly memo = new Map<object, Map<unknown, unknown>>();
   /** Decoded messages that stand for a shared object. */
   readonly shared = new WeakSet<object>();
+  /** How many documents were decoded whole after the shared decoding failed: none for valid documents, or sharing is lost. */
+  fallbacks = 0;
 
   constructor(documents: readonly unknown[]) {
     for (const doc of documents) this.count(doc);
@@ -123,6 +125,7 @@ export class SharedDecoder {
     try {
       return { ok: true, message: this.decodeMessage(desc, json) };
     } catch {
+      this.fallbacks++;
       return decode(typeName, json);
     }
   }
@@ -139,6 +142,7 @@ export class SharedDecoder {
     try {
       return { ok: true, message: this.decodeMessage(desc, resource, true) };
     } catch {
+      this.fallbacks++;
       const { "@type": _, ...body } = resource;
       return decode(typeName, body);
     }

@@ -11,7 +11,7 @@ import { translateGateway } from "../../routing/envoy/gateway.js";
 import type { Json } from "../../routing/envoy/types.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { checkMessage, checkXdsFile, validateGateway, validateXds, validateXdsData } from "../../routing/validation/index.js";
-import { envoyRuleViolations } from "../../routing/validation/envoy-rules.js";
+import { envoyRuleViolations, type GatewayView } from "../../routing/validation/envoy-rules.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import type { Problem } from "../../routing/config/errors.js";
 import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
@@ -269,6 +269,8 @@ describe("the shared decoder", () => {
         if (!whole.ok || !shared.ok) throw new Error(`${g} ${typeName} ${String(json.name)} did not decode`);
         expect(equals(registry.getMessage(typeName)!, shared.message, whole.message), `${g} ${typeName} ${String(json.name)}`).toBe(true);
       }
+      // Every valid document decodes on the shared path: a fallback to the whole decode would lose the sharing, and the speed.
+      expect(decoder.fallbacks, g).toBe(0);
     }
   });
 
@@ -296,6 +298,143 @@ describe("the shared decoder", () => {
       const whole = decode("envoy.config.cluster.v3.Cluster", body);
       expect(whole.ok).toBe(false);
       expect(decoder.decodeResource("envoy.config.cluster.v3.Cluster", a)).toEqual(whole);
+      expect(decoder.fallbacks).toBe(1);
     }
+  });
+
+  it("names no type it does not know", () => {
+    expect(new SharedDecoder([]).decode("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
+    expect(new SharedDecoder([]).decodeResource("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
+    expect(decode("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
+  });
+});
+
+describe("where a document does not decode", () => {
+  const at = (type: string, json: unknown) => {
+    const d = decode(type, json);
+    return d.ok ? "decodes" : `${d.path}: ${d.error}`;
+  };
+  it.each([
+    ["an unknown field, named by its JSON name too", "envoy.config.cluster.v3.Cluster", { name: "c", connectTimeout: "1s", bogus: 1 }, "bogus: unknown field (envoy.config.cluster.v3.Cluster has no field bogus)"],
+    ["inside a map of Anys, with the key and the type", "envoy.config.route.v3.RouteConfiguration", { typed_per_filter_config: { x: { "@type": "type.googleapis.com/envoy.type.v3.Percent", bogus: 1 } } }, 'typed_per_filter_config["x"]<Percent>.bogus: unknown field (envoy.type.v3.Percent has no field bogus)'],
+    ["inside a list of messages", "envoy.config.route.v3.RouteConfiguration", { virtual_hosts: [{ name: "a", domains: ["a"] }, { name: "b", domainz: [] }] }, "virtual_hosts[1].domainz: unknown field (envoy.config.route.v3.VirtualHost has no field domainz)"],
+    ["an Any that is no mapping", "envoy.config.core.v3.TypedExtensionConfig", { name: "x", typed_config: "y" }, "typed_config: must be an object with @type"],
+    ["an Any of an unknown type", "envoy.config.core.v3.TypedExtensionConfig", { name: "x", typed_config: { "@type": "type.googleapis.com/nope.Nope" } }, 'typed_config.@type: unknown type "type.googleapis.com/nope.Nope" (not a message of Envoy\'s API)'],
+    ["an Any of a well-known type that does not decode: at the Any", "envoy.config.core.v3.TypedExtensionConfig", { name: "x", typed_config: { "@type": "type.googleapis.com/google.protobuf.Duration", value: "x" } }, "typed_config: "],
+    ["a well-known type that does not decode: at its field", "envoy.config.cluster.v3.Cluster", { name: "c", connect_timeout: "soon" }, "connect_timeout: "],
+    ["a message that is no mapping: at its field", "envoy.config.cluster.v3.Cluster", { name: "c", load_assignment: [] }, "load_assignment: "],
+    ["a null field is no error", "envoy.config.cluster.v3.Cluster", { name: "c", load_assignment: null }, "decodes"],
+  ])("%s", (_, type, json, expected) => {
+    const found = at(type, json);
+    if (expected.endsWith(": ")) expect(found.startsWith(expected), found).toBe(true);
+    else expect(found).toBe(expected);
+  });
+});
+
+describe("Envoy's load-time rules, each on a small view", () => {
+  const found = (view: Partial<GatewayView>) => envoyRuleViolations({ clusters: [], routeConfigs: [], ...view }).map((v) => `${v.where}: ${v.path}: ${v.message}`);
+  const node = { id: "gateway", cluster: "gateway" };
+  const listener = (name: string, port: number, filters: Json[] = []) => ({ name, address: { socket_address: { address: "0.0.0.0", port_value: port } }, filter_chains: [{ filters }] });
+  const bootstrap = (more: Json) => ({ node, ...more });
+  const HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+  const ROUTER = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
+  const hcm = (more: Json) => ({ name: "hcm", typed_config: { "@type": HCM, ...more } });
+  const filter = (name: string, type = "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors") => ({ name, typed_config: { "@type": type } });
+  const HTTP = "filter_chains[0].filters[0].typed_config.http_filters";
+  const LIMIT = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit";
+
+  it("listeners: unique names and addresses; a node with an id and a cluster", () => {
+    expect(found({ bootstrap: { node: { id: "a" }, static_resources: { listeners: [listener("a", 1), listener("a", 2), listener("b", 2)] } } })).toEqual([
+      "envoy.yaml: node: node.id and node.cluster must be set when xDS is used",
+      'envoy.yaml listener "a": name: duplicate listener name',
+      'envoy.yaml listener "b": address: another listener already binds 0.0.0.0:2',
+    ]);
+  });
+
+  it("HTTP filters: at least the router, the router last, each name once; other network filters are not looked into", () => {
+    expect(found({ bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [hcm({ http_filters: [] })])] } }) })).toEqual([`envoy.yaml listener "l": ${HTTP}: an HTTP connection manager needs at least the router filter`]);
+    const filters = [filter("x", ROUTER), filter("x")];
+    expect(found({ bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [{ name: "tcp", typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy" } }, hcm({ http_filters: filters })])] } }) })).toEqual([
+      `envoy.yaml listener "l": filter_chains[0].filters[1].typed_config.http_filters[0]: terminal filter "x" must be the last HTTP filter`,
+      `envoy.yaml listener "l": filter_chains[0].filters[1].typed_config.http_filters[1]: the last HTTP filter must be the router (terminal), not "x"`,
+      `envoy.yaml listener "l": filter_chains[0].filters[1].typed_config.http_filters[1]: duplicate HTTP filter name "x"`,
+    ]);
+  });
+
+  it("an inline route configuration is checked like one from RDS", () => {
+    const inline = hcm({ http_filters: [filter("router", ROUTER)], route_config: { name: "r", virtual_hosts: [{ name: "v", domains: ["A.example.org"] }] } });
+    expect(found({ bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [inline])] } }) })).toEqual([
+      'envoy.yaml listener "l" inline route configuration: virtual_hosts[0](v).domains[0]: domain "A.example.org" must be lower-case',
+    ]);
+  });
+
+  it("weighted clusters: each named (or by a header) and weighted", () => {
+    const route = { match: { prefix: "/" }, route: { weighted_clusters: { clusters: [{ weight: 1 }, { name: "c" }, { cluster_header: "x-c", weight: 1 }] } } };
+    expect(found({ clusters: [{ name: "c" }], routeConfigs: [{ name: "r", virtual_hosts: [{ name: "v", domains: ["a"], routes: [route] }] }] })).toEqual([
+      'rds.yaml route configuration "r": virtual_hosts[0](v).routes[0].route.weighted_clusters.clusters[0]: a weighted cluster needs a name',
+      'rds.yaml route configuration "r": virtual_hosts[0](v).routes[0].route.weighted_clusters.clusters[1].weight: a weighted cluster needs a weight',
+    ]);
+  });
+
+  it("domains: a wildcard as the whole domain, a prefix or a suffix only", () => {
+    const hosts = (domains: string[]) => found({ routeConfigs: [{ name: "r", virtual_hosts: [{ name: "v", domains }] }] });
+    expect(hosts(["*", "*.example.org", "example.*"])).toEqual([]);
+    expect(hosts(["a.*.org", "**"]).map((p) => p.replace(/: a wildcard.*/, ""))).toEqual(['rds.yaml route configuration "r": virtual_hosts[0](v).domains[0]: domain "a.*.org"', 'rds.yaml route configuration "r": virtual_hosts[0](v).domains[1]: domain "**"']);
+  });
+
+  it("the local cluster, when named, is a static cluster", () => {
+    expect(found({ bootstrap: bootstrap({ cluster_manager: { local_cluster_name: "" } }) })).toEqual([]);
+    expect(found({ bootstrap: bootstrap({ cluster_manager: {} }) })).toEqual([]);
+    expect(found({ bootstrap: bootstrap({ cluster_manager: { local_cluster_name: "pods" }, static_resources: { clusters: [{ name: "pods", type: "STATIC", load_assignment: { endpoints: [{ lb_endpoints: [{}] }] } }] } }) })).toEqual([]);
+  });
+
+  it("endpoints: a logical DNS cluster has exactly one; a static or strict DNS cluster at least one; others are not looked at", () => {
+    const cluster = (name: string, more: Json, endpoints: number[]) => ({ name, ...more, load_assignment: { endpoints: endpoints.map((n) => ({ lb_endpoints: Array.from({ length: n }, () => ({})) })) } });
+    const dnsExtension = (all: boolean) => ({ cluster_type: { name: "envoy.cluster.dns", typed_config: { "@type": "type.googleapis.com/envoy.extensions.clusters.dns.v3.DnsCluster", all_addresses_in_single_endpoint: all } } });
+    expect(found({ clusters: [
+      cluster("l1", { type: "LOGICAL_DNS" }, [1]),
+      cluster("l2", { type: "LOGICAL_DNS" }, [2]),
+      cluster("l3", dnsExtension(true), [1, 1]),
+      cluster("s", { type: "STATIC" }, []),
+      cluster("d", { type: "STRICT_DNS" }, [0]),
+      cluster("x", dnsExtension(false), []),
+      cluster("e", { type: "EDS" }, []),
+    ] })).toEqual([
+      'cluster "l2": load_assignment: a logical DNS cluster needs exactly one locality with exactly one endpoint (got 2 endpoints in 1 localities)',
+      'cluster "l3": load_assignment: a logical DNS cluster needs exactly one locality with exactly one endpoint (got 2 endpoints in 2 localities)',
+      'cluster "s": load_assignment: a static cluster needs at least one endpoint (without one it can never serve a request)',
+      'cluster "d": load_assignment: a strict DNS cluster needs at least one endpoint (without one it can never serve a request)',
+      'cluster "x": load_assignment: a strict DNS cluster needs at least one endpoint (without one it can never serve a request)',
+    ]);
+  });
+
+  it("an xDS file lies inside its watched directory (given with or without a trailing slash)", () => {
+    const source = (path: string, dir: string) => ({ path_config_source: { path, watched_directory: { path: dir } } });
+    expect(found({ bootstrap: bootstrap({ dynamic_resources: { cds_config: source("/etc/envoy/xds/cds.yaml", "/etc/envoy/xds/"), lds_config: source("/etc/envoy/xds/lds.yaml", "/etc/envoy/xds") } }) })).toEqual([]);
+    expect(found({ bootstrap: bootstrap({ dynamic_resources: { cds_config: source("/etc/envoy/xdsx/cds.yaml", "/etc/envoy/xds") } }) })).toEqual([
+      "envoy.yaml: dynamic_resources.cds_config.path_config_source: path /etc/envoy/xdsx/cds.yaml is not inside its watched_directory /etc/envoy/xds",
+    ]);
+  });
+
+  it("every regular expression compiles as RE2, named by its document and path", () => {
+    const bad = { safe_regex: { regex: "(" } };
+    expect(found({ bootstrap: bootstrap({ a: [bad] }), clusters: [{ name: "c", b: bad }], routeConfigs: [{ name: "r", c: { d: bad } }] }).map((p) => p.replace(/ is not an RE2 regular expression: .*/, ""))).toEqual([
+      'envoy.yaml: a[0].safe_regex.regex: "("',
+      'cds.yaml cluster "c": b.safe_regex.regex: "("',
+      'rds.yaml route configuration "r": c.d.safe_regex.regex: "("',
+    ]);
+  });
+
+  it("local rate limits: refilled every 50ms or slower; shared across pods only with a local cluster, and not per connection", () => {
+    const limit = (fill: string, more: Json = {}) => ({ "@type": LIMIT, token_bucket: { fill_interval: fill }, ...more });
+    const rc = (limits: Json[]) => ({ name: "r", limits });
+    expect(found({ routeConfigs: [rc([limit("0.05s"), limit("1.5s"), limit("60s", { local_cluster_rate_limit: null })])] })).toEqual([]);
+    expect(found({ routeConfigs: [rc([limit("0.049s"), limit("1s", { local_cluster_rate_limit: {}, local_rate_limit_per_downstream_connection: true })])] })).toEqual([
+      'rds.yaml route configuration "r": limits[0].token_bucket.fill_interval: fill interval 0.049s is shorter than the 50ms Envoy allows',
+      `rds.yaml route configuration "r": limits[1].local_rate_limit_per_downstream_connection: cannot be true together with local_cluster_rate_limit: a per-connection bucket is never shared across the gateway's pods`,
+    ]);
+    expect(found({ bootstrap: bootstrap({ x: limit("1s", { local_cluster_rate_limit: {} }) }) })).toEqual([
+      "envoy.yaml: x.local_cluster_rate_limit: shares the limit across the gateway's pods, which needs the bootstrap's local cluster (cluster_manager.local_cluster_name); Envoy would refuse every route",
+    ]);
   });
 });
