@@ -220,7 +220,13 @@ export class SharedDecoder {
     if (field.fieldKind === "message" && !isSpecial(field.message)) return this.decodeChild(field.message, value);
     if (field.fieldKind === "list" && field.listKind === "message" && !isSpecial(field.message) && Array.isArray(value)) {
       const make = () => value.map((item) => this.decodeChild(field.message!, item));
-      return this.isShared(value) ? this.cached(value, field, make) : make();
+      if (!this.isShared(value)) return make();
+      // The messages of a shared list are shared too, so that the rules check visits them once.
+      return this.cached(value, field, () => {
+        const list = make();
+        for (const m of list) this.shared.add(m);
+        return list;
+      });
     }
     const make = () => {
       const one = fromJson(parent, { [field.name]: value } as JsonValue, { registry: envoyApi().registry }) as unknown as Record<string, unknown>;

@@ -302,6 +302,31 @@ describe("the shared decoder", () => {
     }
   });
 
+  it("decodes each kind of shared part once: a message, a list of messages, a map of Anys", () => {
+    const socket = { name: "envoy.transport_sockets.tls", typed_config: { "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", sni: "a" } };
+    const checks = [{ timeout: "1s", interval: "5s", unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {} }];
+    const options = { "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": { "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", explicit_http_config: { http2_protocol_options: {} } } };
+    const cluster = (name: string) => ({ "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", name, connect_timeout: "1s", transport_socket: socket, health_checks: checks, typed_extension_protocol_options: options });
+    const [a, b] = [cluster("a"), cluster("b")];
+    const decoder = new SharedDecoder([a, b]);
+    type Decoded = { transportSocket: object; healthChecks: object[]; typedExtensionProtocolOptions: Record<string, object> };
+    const [da, db] = [a, b].map((r) => {
+      const d = decoder.decodeResource("envoy.config.cluster.v3.Cluster", r);
+      if (!d.ok) throw new Error(d.error);
+      const { "@type": _, ...body } = r;
+      const whole = decode("envoy.config.cluster.v3.Cluster", body);
+      expect(whole.ok && equals(envoyApi().registry.getMessage("envoy.config.cluster.v3.Cluster")!, d.message, whole.message)).toBe(true);
+      return d.message as unknown as Decoded;
+    }) as [Decoded, Decoded];
+    expect(decoder.fallbacks).toBe(0);
+    // The same decoded value in both clusters; each message in it listed shared, so the rules check visits it once.
+    expect(da.healthChecks).toBe(db.healthChecks);
+    for (const part of [(d: Decoded) => d.transportSocket, (d: Decoded) => d.healthChecks[0]!, (d: Decoded) => d.typedExtensionProtocolOptions, (d: Decoded) => d.typedExtensionProtocolOptions["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]!]) {
+      expect(part(da)).toBe(part(db));
+      expect(decoder.shared.has(part(da))).toBe(true);
+    }
+  });
+
   it("names no type it does not know", () => {
     expect(new SharedDecoder([]).decode("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
     expect(new SharedDecoder([]).decodeResource("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
