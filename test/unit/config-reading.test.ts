@@ -157,6 +157,9 @@ describe("the routes resources' routing config", () => {
   it("is accepted as the program gives it, and refused key by key otherwise", () => {
     expect(parseRoutingConfig(routing())).toEqual(routing());
     expect(refusal(() => parseRoutingConfig({ ...routing(), envoyImage: "x" }))).toEqual({ subject: "routes resource config: 1 problem", lines: ['envoy-gateways:envoyImage: unknown key; allowed: clusterDomain, namespace, gateways, services, shifts, devNamespaces, upstream, edge (got "x")'] });
+    const twice = routing();
+    twice.services.push(structuredClone(twice.services[0]!));
+    expect(refusal(() => parseRoutingConfig(twice)).lines).toEqual([`envoy-gateways:services[3].name: duplicates services[0].name; service names must be unique (got "www")`]);
     expect(refusal(() => parseRoutingConfig({ ...routing(), namespace: "Bad" }, "state")).subject).toBe("state: 1 problem");
   });
 
