@@ -16,7 +16,7 @@ export function decode(typeName: string, json: unknown): DecodeResult {
     return { ok: true, message: fromJson(desc, json as JsonValue, { registry }) };
   } catch (e) {
     const found = locate(desc, json, "");
-    return { ok: false, path: found.path, error: found.error ?? clean((e as Error).message) };
+    return { ok: false, path: found.path, error: found.error ?? (e as Error).message };
   }
 }
 
@@ -30,12 +30,8 @@ function tryDecode(desc: DescMessage, json: unknown): string | undefined {
     fromJson(desc, json as JsonValue, { registry: envoyApi().registry });
     return undefined;
   } catch (e) {
-    return clean((e as Error).message);
+    return (e as Error).message;
   }
-}
-
-function clean(message: string): string {
-  return message.replace(/^cannot decode (message|field|oneof|enum) /, "cannot decode $1 ");
 }
 
 /**

@@ -327,9 +327,19 @@ describe("the shared decoder", () => {
     }
   });
 
-  it("names no type it does not know", () => {
-    expect(new SharedDecoder([]).decode("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
-    expect(new SharedDecoder([]).decodeResource("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
+  it("finds a problem in a shared part of a document that is no resource (a bootstrap), as a whole decode does", () => {
+    const address = { socket_address: { address: "0.0.0.0", port_value: 1, bogus: 1 } };
+    const bootstrap = { node: { id: "a", cluster: "b" }, admin: { address }, static_resources: { listeners: [{ name: "l", address }] } };
+    const decoder = new SharedDecoder([bootstrap]);
+    expect(decoder.decode("envoy.config.bootstrap.v3.Bootstrap", bootstrap)).toEqual(decode("envoy.config.bootstrap.v3.Bootstrap", bootstrap));
+    expect(decoder.fallbacks).toBe(1);
+  });
+
+  it("names no type it does not know, without trying to decode it", () => {
+    const decoder = new SharedDecoder([]);
+    expect(decoder.decode("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
+    expect(decoder.decodeResource("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
+    expect(decoder.fallbacks).toBe(0);
     expect(decode("envoy.Nope", {})).toEqual({ ok: false, path: "", error: "unknown message type envoy.Nope" });
   });
 });
@@ -349,6 +359,8 @@ describe("where a document does not decode", () => {
     ["a well-known type that does not decode: at its field", "envoy.config.cluster.v3.Cluster", { name: "c", connect_timeout: "soon" }, "connect_timeout: "],
     ["a message that is no mapping: at its field", "envoy.config.cluster.v3.Cluster", { name: "c", load_assignment: [] }, "load_assignment: "],
     ["a null field is no error", "envoy.config.cluster.v3.Cluster", { name: "c", load_assignment: null }, "decodes"],
+    ["a null in a map of Anys", "envoy.config.route.v3.RouteConfiguration", { typed_per_filter_config: { x: null } }, 'typed_per_filter_config["x"]: must be an object with @type'],
+    ["a null in a list of messages: at the entry", "envoy.config.route.v3.RouteConfiguration", { virtual_hosts: [null] }, "virtual_hosts[0]: "],
   ])("%s", (_, type, json, expected) => {
     const found = at(type, json);
     if (expected.endsWith(": ")) expect(found.startsWith(expected), found).toBe(true);
