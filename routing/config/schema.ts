@@ -516,8 +516,8 @@ function resolveGateways<G extends { devHost?: string | undefined }>(c: { domain
  * Checks across keys. They run on the raw input even when other keys are bad,
  * so that every error is reported at once; they read it defensively.
  */
-export function crossKeyProblems(raw: Record<string, unknown>): { path: (string | number)[]; input: unknown; message: string }[] {
-  const problems: { path: (string | number)[]; input: unknown; message: string }[] = [];
+export function crossKeyProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
+  const problems: CrossKeyProblem[] = [];
   const seen = new Map<string, number>();
   listAt(raw.services).forEach((s, i) => {
     const name = (s as { name?: unknown } | null)?.name;
@@ -535,7 +535,8 @@ export function crossKeyProblems(raw: Record<string, unknown>): { path: (string 
   return problems;
 }
 
-type CrossKeyProblem = { path: (string | number)[]; input: unknown; message: string };
+/** A problem of one key against others: its config path, the value as given (none for a problem of no single value) and what is wrong. */
+export type CrossKeyProblem = { path: (string | number)[]; input: unknown; message: string };
 
 /** A listener's connection limit above the pod's would never apply: refused, naming both. */
 function listenerLimitProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
@@ -646,8 +647,8 @@ function pathKey(path: readonly (string | number)[]): string {
 }
 
 /** Shifts against the services they move: known service with versions, the checks every shift gets, no overlaps, every multi-version service shifted. */
-function shiftConfigProblems(raw: Record<string, unknown>): { path: (string | number)[]; input: unknown; message: string }[] {
-  const out: { path: (string | number)[]; input: unknown; message: string }[] = [];
+function shiftConfigProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
+  const out: CrossKeyProblem[] = [];
   const services = listAt(raw.services) as ({ name?: unknown; versions?: unknown } | null)[];
   const shifts = listAt(raw.shifts) as (Record<string, unknown> | null)[];
   const versionsOf = new Map<string, string[]>();
