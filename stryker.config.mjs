@@ -1,6 +1,6 @@
 // Mutation testing of the routing core, the routes provider core, the pure
 // parts of route-sync, the policies and the program's wiring: `npm run
-// test:mutation` (see README.md, Tests). Not part of CI (.ci/run): the whole
+// test:mutation` (see docs/testing.md). Not part of CI (.ci/run): the whole
 // scope is about 6,700 mutants (with --ignoreStatic), hours on 2 cores; `--mutate <files>` scores
 // the files a change touched (1,600 mutants took 15 minutes).
 import { readFileSync } from "node:fs";

@@ -23,7 +23,7 @@ export default defineConfig({
       {
         test: {
           name: "envoy",
-          include: ["test/e2e/envoy-*.test.ts"],
+          include: ["test/envoy/**/*.test.ts"],
           environment: "node",
           testTimeout: 300_000,
           hookTimeout: 300_000,
@@ -34,7 +34,6 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          exclude: ["test/e2e/envoy-*.test.ts"],
           environment: "node",
           globalSetup: ["test/support/global-setup.ts"],
           testTimeout: 900_000,

@@ -6,6 +6,7 @@
 // they can, and report the skipped resources as a note.
 import type { PolicyResource } from "@pulumi/policy";
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
 const policyProxy = require("@pulumi/policy/proxy") as {
   UnknownValueError: new (...args: unknown[]) => Error;
 };

@@ -14,11 +14,11 @@ export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig
   // An engine run that records what sync-routes discovered and wrote: its discovery, not a new one.
   const snapshot = currentSnapshot();
   if (snapshot) {
-    pulumi.log.info(`dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${snapshot.renderedAt})`);
+    void pulumi.log.info(`dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${snapshot.renderedAt})`);
     return snapshot.devNamespaces;
   }
   if (config.renderYamlToDirectory) {
-    pulumi.log.info("renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only");
+    void pulumi.log.info("renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only");
     return {};
   }
   let listed;
@@ -28,6 +28,6 @@ export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig
     throw runError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
   }
   const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
-  for (const p of [...found.problems, ...found.warnings]) pulumi.log.warn(`${p.key} ${p.message}`);
+  for (const p of [...found.problems, ...found.warnings]) void pulumi.log.warn(`${p.key} ${p.message}`);
   return found.devNamespaces;
 }

@@ -40,7 +40,7 @@ export async function whenUnlocked<T>(update: () => Promise<T>, options: LockWai
     } catch (e) {
       const holder = lockHolder(e);
       if (holder === undefined) throw e;
-      if (waited >= maxWaitMs) throw new Error(`the stack is still locked by ${holder} after waiting ${Math.round(waited / 1000)}s; nothing was changed (if that update is gone, \`pulumi cancel\` removes its lock)`);
+      if (waited >= maxWaitMs) throw new Error(`the stack is still locked by ${holder} after waiting ${Math.round(waited / 1000)}s; nothing was changed (if that update is gone, \`pulumi cancel\` removes its lock)`, { cause: e });
       const wait = Math.min(delay, maxDelayMs, maxWaitMs - waited);
       options.log(`the stack is locked by ${holder}: waiting ${Math.round(wait / 1000)}s, then trying again`);
       await sleep(wait);

@@ -14,9 +14,9 @@ export async function openStack(stackName: string, projectDir: string): Promise<
     return await LocalWorkspace.selectStack({ stackName, workDir: projectDir });
   } catch (e) {
     if (/ENOENT/.test(String((e as Error).message))) {
-      throw new Error("the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend");
+      throw new Error("the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend", { cause: e });
     }
-    throw new Error(`stack ${stackName} in ${projectDir}: ${engineErrorLines(e)}`);
+    throw new Error(`stack ${stackName} in ${projectDir}: ${engineErrorLines(e)}`, { cause: e });
   }
 }
 

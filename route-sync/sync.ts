@@ -170,7 +170,7 @@ export async function writeLive(planned: readonly PlannedResource[], devNamespac
     try {
       await writeRoutes(p.facts, now, { rendered: p.rendered });
     } catch (e) {
-      throw new Error(`writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`);
+      throw new Error(`writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`, { cause: e });
     }
   }
   for (const p of planned) snapshot.written[p.facts.gateway] = p.digest;

@@ -199,7 +199,7 @@ export async function writeRoutes(facts: RoutesFacts, now: Date = renderInstant(
     try {
       await annotatePods(kc, facts.namespace, labelSelector(gatewayPodLabels(facts.gateway)), { [XDS_DIGEST_ANNOTATION]: digest });
     } catch (e) {
-      throw new Error(`wrote ConfigMap ${where}, but telling the gateway's pods failed (their kubelets project it at their next periodic sync instead): ${(e as Error).message}`);
+      throw new Error(`wrote ConfigMap ${where}, but telling the gateway's pods failed (their kubelets project it at their next periodic sync instead): ${(e as Error).message}`, { cause: e });
     }
   }
   return { ...factsOf(facts), routes, dataDigest: digest, renderedAt: now.toISOString() };

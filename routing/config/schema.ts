@@ -429,7 +429,7 @@ const auth = z.strictObject({
   /** Path prefix of the check request (the original path is appended). */
   pathPrefix: z
     .string({ error: "must be a path starting with /" })
-    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%\/-]*$/, { error: "must be a path starting with / (URL path characters only)" })
+    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, { error: "must be a path starting with / (URL path characters only)" })
     .default("/api/v1alpha/verify_dev_credentials"),
   /** Login page a 401 redirects to; the original URL is appended as next=... (default https://auth.<domain>/login). */
   loginUrl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://auth.example.org/login" }).optional(),

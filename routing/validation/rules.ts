@@ -504,7 +504,10 @@ function compileEnum(field: DescField | undefined, r: Rules): Check {
 }
 
 const HEADER_NAME = /^:?[0-9a-zA-Z!#$%&'*+\-.^_|~`]+$/;
+// Header values and names exclude control characters, as Envoy's validate rules do.
+// eslint-disable-next-line no-control-regex
 const HEADER_VALUE = /^[^\u0000-\u0008\u000A-\u001F\u007F]*$/;
+// eslint-disable-next-line no-control-regex
 const HEADER_LOOSE = /^[^\u0000\u000A\u000D]*$/;
 
 function compileString(r: Rules): Check {

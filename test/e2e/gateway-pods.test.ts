@@ -210,7 +210,7 @@ describe("live reloads", () => {
     const pod = gateway.endpoints[0]!.address;
     const cds = async () => metricSum(await gatewayMetrics(pod), "envoy_cluster_manager_cds_update_success");
     let load: Load | undefined;
-    let before = 0;
+    let before: number;
     const marks = { created: 0, routed: 0, removed: 0 };
     try {
       await until("the watch's first sync", 180_000, async () => /routes in step|routes live/.test(out) || undefined, async () => out);

@@ -25,8 +25,8 @@ function openssl(args: string[], cwd: string): void {
     execFileSync("openssl", args, { cwd, stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 });
   } catch (e) {
     const err = e as { stderr?: Buffer; message: string };
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error("openssl not found: run bash scripts/install-test-tools.sh");
-    throw new Error(`openssl ${args.join(" ")} failed: ${err.stderr?.toString() ?? err.message}`);
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error("openssl not found: run bash scripts/install-test-tools.sh", { cause: e });
+    throw new Error(`openssl ${args.join(" ")} failed: ${err.stderr?.toString() ?? err.message}`, { cause: e });
   }
 }
 

@@ -46,7 +46,7 @@ async function script_(args: string[]): Promise<{ stdout: string; stderr: string
     return await run("bash", [script, ...args], { cwd: repoRoot, timeout: 240_000, maxBuffer: 16 << 20 });
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`scripts/local-cluster.sh ${args.join(" ")} failed: ${e.message}\n${e.stderr ?? ""}${e.stdout ?? ""}`);
+    throw new Error(`scripts/local-cluster.sh ${args.join(" ")} failed: ${e.message}\n${e.stderr ?? ""}${e.stdout ?? ""}`, { cause: error });
   }
 }
 
@@ -111,6 +111,7 @@ export async function withApiServerStopped<T>(cluster: LocalCluster, whileStoppe
     closeSync(log);
     const deadline = Date.now() + 120_000;
     while (!(await apiServerReady(cluster))) {
+      // eslint-disable-next-line no-unsafe-finally -- a server that did not come back must fail the test, whatever whileStopped gave
       if (Date.now() > deadline) throw new Error(`kube-apiserver did not come back within 120 s (see ${cluster.stateDir}/logs/kube-apiserver.log)`);
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -62,16 +62,16 @@ export class ProgramStack {
     return new ProgramStack(ws, this.cluster, this.config);
   }
 
-  /** Starts one of the project's scripts (scripts/<name>.ts) against this stack, with the engine's environment. */
+  /** Starts one of the project's CLIs (cli/<name>.ts) against this stack, with the engine's environment. */
   spawnScript(name: string, args: string[]): ChildProcessWithoutNullStreams {
-    return spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", `${name}.ts`), "--stack", this.ws.stack, "--project-dir", this.ws.programDir, ...args], {
+    return spawn(process.execPath, ["--import", "tsx", join(repoRoot, "cli", `${name}.ts`), "--stack", this.ws.stack, "--project-dir", this.ws.programDir, ...args], {
       cwd: repoRoot,
       env: this.ws.env,
       stdio: ["pipe", "pipe", "pipe"],
     });
   }
 
-  /** Runs one of the project's scripts to its end (killed after `timeoutMs`); never throws on a non-zero exit. */
+  /** Runs one of the project's CLIs to its end (killed after `timeoutMs`); never throws on a non-zero exit. */
   runScript(name: string, args: string[] = [], timeoutMs = 300_000): Promise<ScriptRun> {
     return new Promise((resolve, reject) => {
       const child = this.spawnScript(name, args);

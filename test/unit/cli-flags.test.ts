@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./fixtures.js";
 
 function run(script: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "scripts", `${script}.ts`), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, PATH: "/nonexistent" } });
+  const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "cli", `${script}.ts`), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, PATH: "/nonexistent" } });
   return { code: r.status, stderr: r.stderr.trim() };
 }
 

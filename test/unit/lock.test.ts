@@ -5,6 +5,7 @@ import { lockHolder, whenUnlocked } from "../../route-sync/lock.js";
 
 /** The Automation API's own error for a locked stack: the CLI's output is in its message, not in a stderr property. */
 function concurrentUpdate(stderr: string): Error {
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
   const { CommandResult } = require("@pulumi/pulumi/automation/cmd") as { CommandResult: new (stdout: string, stderr: string, code: number) => unknown };
   return new (ConcurrentUpdateError as unknown as new (result: unknown) => Error)(new CommandResult("", stderr, 255));
 }

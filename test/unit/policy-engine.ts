@@ -5,6 +5,7 @@
 import type { PolicyResource, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import type { Exemption } from "../../policy/policies.js";
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
 export const proxy = require("@pulumi/policy/proxy") as {
   unknownCheckingProxy<T>(v: T): T;
   unknownStringValue: string;
@@ -30,7 +31,8 @@ export function asEngine(o: Obj): PolicyResource {
 export function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions: Exemption[] = []): Outcome {
   const out: Outcome = { violations: [] };
   try {
-    policy.validateStack({ resources: objs.map(asEngine), getConfig: <T>() => ({ exemptions }) as T, stackTags: new Map(), notApplicable: () => { throw new Error("not applicable"); } }, (message) => out.violations.push(message));
+    const result = policy.validateStack({ resources: objs.map(asEngine), getConfig: <T>() => ({ exemptions }) as T, stackTags: new Map(), notApplicable: () => { throw new Error("not applicable"); } }, (message) => out.violations.push(message));
+    if (result instanceof Promise) throw new Error(`policy ${policy.name} is asynchronous: this helper runs synchronous policies only`);
   } catch (e) {
     if (!(e instanceof proxy.UnknownValueError)) throw e;
     out.note = `can't run policy ${policy.name} during preview: ${e.message}`;
@@ -44,7 +46,10 @@ export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions
   const args = { type: o.type, props: r.props, urn: r.urn, name: o.name, opts: {} as any, stackTags: new Map(), getConfig: <T>() => ({ exemptions }) as T, notApplicable: () => { throw new Error("not applicable"); } } as unknown as ResourceValidationArgs;
   const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
   try {
-    for (const v of validations) v(args, (message) => out.violations.push(message));
+    for (const v of validations) {
+      const result = v(args, (message) => out.violations.push(message));
+      if (result instanceof Promise) throw new Error(`policy ${policy.name} is asynchronous: this helper runs synchronous policies only`);
+    }
   } catch (e) {
     if (!(e instanceof proxy.UnknownValueError)) throw e;
     out.note = e.message;

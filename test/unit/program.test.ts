@@ -38,6 +38,7 @@ beforeAll(async () => {
 });
 
 // The mocks' pending registrations; waitForRPCs is how the SDK itself waits for them.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
 const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
 
 async function run(raw: Record<string, unknown>) {

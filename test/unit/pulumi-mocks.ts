@@ -41,6 +41,7 @@ export async function useMocks(stack = "test"): Promise<void> {
 }
 
 // The mocks' pending registrations; waitForRPCs is how the SDK itself waits for them.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
 const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
 
 /** Runs `declare` in a stack of its own: what it declared, with the options of each resource. */

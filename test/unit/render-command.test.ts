@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
-import { renderCommand } from "../../scripts/render.js";
+import { renderCommand } from "../../cli/render.js";
 import { minimalRaw, ROOT, withValue } from "./fixtures.js";
 import { tempDir } from "./temp-dir.js";
 
@@ -54,7 +54,7 @@ describe("render command", () => {
 
   it("runs as `npm run render` does (a process of its own)", { timeout: 60_000 }, () => {
     const dir = tempDir("render-");
-    const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "scripts", "render.ts"), "--stack", "dev", "--out", join(dir, "out")], { cwd: ROOT, encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "cli", "render.ts"), "--stack", "dev", "--out", join(dir, "out")], { cwd: ROOT, encoding: "utf8" });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
     expect(readdirSync(join(dir, "out")).sort()).toEqual(["gateway", "internal-gateway"]);
@@ -64,7 +64,7 @@ describe("render command", () => {
     const dir = tempDir("render-");
     const dev = readFileSync(join(ROOT, "Pulumi.dev.yaml"), "utf8");
     // The internal gateway's settings as a merge of the gateway's, with its own TLS.
-    const merged = dev.replace("    gateway:\n      replicas: 1", "    gateway: &gw\n      replicas: 1").replace(/    internal-gateway:\n(      .*\n|        .*\n)+?      tls:/, "    internal-gateway:\n      <<: *gw\n      tls:");
+    const merged = dev.replace("    gateway:\n      replicas: 1", "    gateway: &gw\n      replicas: 1").replace(/ {4}internal-gateway:\n( {6}.*\n| {8}.*\n)+? {6}tls:/, "    internal-gateway:\n      <<: *gw\n      tls:");
     expect(merged).toContain("<<: *gw");
     writeFileSync(join(dir, "Pulumi.merged.yaml"), merged);
     const r = render("--stack", "merged", "--project-dir", dir, "--out", join(dir, "out"));
@@ -179,7 +179,7 @@ describe("refused output: one line, nothing changed", () => {
     mkdirSync(join(dir, "locked"));
     chmodSync(dir, 0o755);
     chmodSync(join(dir, "locked"), 0o555);
-    const asNobody = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", "tsx", join(ROOT, "scripts", "render.ts"), "--stack", "dev", "--out", join(dir, "locked", "out")], {
+    const asNobody = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "--import", "tsx", join(ROOT, "cli", "render.ts"), "--stack", "dev", "--out", join(dir, "locked", "out")], {
       cwd: ROOT,
       encoding: "utf8",
       env: { ...process.env, HOME: dir, TSX_TSCONFIG_PATH: join(ROOT, "tsconfig.json") },

@@ -1,7 +1,7 @@
 // The validator must accept what the translation generates and reject, with
 // the resource and field path named, documents Envoy would refuse. The corpus
 // (test/fixtures/validator-corpus.ts) is also loaded into the real Envoy by
-// test/e2e/envoy-validator.test.ts.
+// test/envoy/validator.test.ts.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, equals, toBinary } from "@bufbuild/protobuf";

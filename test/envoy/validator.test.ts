@@ -186,8 +186,8 @@ describe("what Envoy refuses, the validator refuses, naming the same field", () 
       ].sort(),
     );
     await eachLimited(bootstrapCases, 3, async (c) => {
-      let refused = false;
-      let reasons: string[] = [];
+      let refused: boolean;
+      let reasons: string[];
       try {
         // Envoy may come up and still refuse the routes or clusters the bootstrap cannot serve.
         const envoy = await check.start(c.files);

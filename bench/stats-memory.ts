@@ -4,7 +4,7 @@
 // settings (dev/PR clusters keep the stats dashboards use, traffic stats made
 // on a cluster's first request), side by side in one run.
 //
-//   npx tsx scripts/bench-stats-memory.ts [--pairs 0,500,1500] [--settle 3]
+//   npx tsx bench/stats-memory.ts [--pairs 0,500,1500] [--settle 3]
 //
 // Each configuration is the prod stack's gateway rendered by renderGateway()
 // (the `stats` stack config keys set for "before"), loaded as the ConfigMaps
@@ -33,7 +33,7 @@ const VARIANTS: Variant[] = ["before", "after", "floor"];
 function options(): { pairs: number[]; settleSeconds: number } {
   const { values } = parseArgs({ options: { pairs: { type: "string", default: "0,500,1500" }, settle: { type: "string", default: "3" }, help: { type: "boolean", default: false } } });
   if (values.help) {
-    console.log("usage: npx tsx scripts/bench-stats-memory.ts [--pairs 0,500,1500] [--settle 3]");
+    console.log("usage: npx tsx bench/stats-memory.ts [--pairs 0,500,1500] [--settle 3]");
     process.exit(0);
   }
   const pairs = values.pairs.split(",").map(Number);

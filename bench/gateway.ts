@@ -6,9 +6,9 @@
 //     proxy_pass to a variable with a resolver: a new upstream connection and
 //     TLS handshake per request);
 //   - nginx as a careful operator runs it (an upstream block with keepalive to
-//     the pod addresses, scripts/bench/nginx-tuned.conf.template);
+//     the pod addresses, bench/configs/nginx-tuned.conf.template);
 //   - HAProxy from Debian configured with the same care
-//     (scripts/bench/haproxy.cfg.template).
+//     (bench/configs/haproxy.cfg.template).
 //
 // Like with like: the same TLS settings on both sides of every gateway (TLS
 // 1.2+, the same ciphers and curves; upstream TLS with the client certificate,
@@ -18,7 +18,7 @@
 // gateway: two rows each. Envoy runs the generated config; "log off" is the
 // same config with edge.accessLog: off.
 //
-//   npx tsx scripts/bench-gateway.ts [--seconds 10] [--connections 16] [--threads 2]
+//   npx tsx bench/gateway.ts [--seconds 10] [--connections 16] [--threads 2]
 //                                    [--tool wrk|h2load] [--workers 2] [--rounds 1]
 //                                    [--only envoy,nginx-tuned,...]
 //
@@ -85,7 +85,7 @@ function options(): Options {
     },
   });
   if (values.help) {
-    console.log(`usage: npx tsx scripts/bench-gateway.ts [--seconds 10] [--warmup 2] [--connections 16] [--threads 2] [--tool wrk|h2load] [--workers 2] [--rounds 1] [--only ${GATEWAYS.join(",")}]`);
+    console.log(`usage: npx tsx bench/gateway.ts [--seconds 10] [--warmup 2] [--connections 16] [--threads 2] [--tool wrk|h2load] [--workers 2] [--rounds 1] [--only ${GATEWAYS.join(",")}]`);
     process.exit(0);
   }
   const num = (name: string, v: string | undefined, max: number) => {
@@ -229,7 +229,7 @@ interface Row extends LoadResult {
 
 /** Fills {{NAME}} placeholders; every placeholder must have a value. */
 function fill(templateFile: string, vars: Record<string, string>): string {
-  return readFileSync(join(root, "scripts/bench", templateFile), "utf8").replace(/\{\{([A-Z_]+)\}\}/g, (_, k: string) => {
+  return readFileSync(join(root, "bench/configs", templateFile), "utf8").replace(/\{\{([A-Z_]+)\}\}/g, (_, k: string) => {
     if (!(k in vars)) throw new Error(`${templateFile}: no value for {{${k}}}`);
     return vars[k]!;
   });
@@ -300,7 +300,7 @@ async function startNginx(h: GatewayHarness, id: GatewayId, dir: string, conf: s
   try {
     execFileSync(nginx, ["-t", "-q", "-p", dir, "-c", confPath], { stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
-    throw new Error(`nginx -t refused the config ${confPath}: ${(e as { stderr?: Buffer }).stderr?.toString()}`);
+    throw new Error(`nginx -t refused the config ${confPath}: ${(e as { stderr?: Buffer }).stderr?.toString()}`, { cause: e });
   }
   const p = startProcess(id, nginx, ["-p", dir, "-c", confPath], join(dir, "nginx-stdout.log"));
   await waitServing(h, id, p, address, port, () => readFileSync(join(dir, "nginx-error.log"), "utf8"));
@@ -341,7 +341,7 @@ async function startHaproxy(h: GatewayHarness, o: Options, id: "haproxy" | "hapr
     execFileSync(haproxy, ["-c", "-q", "-f", confPath], { stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
     const err = e as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`haproxy -c refused the config ${confPath}: ${err.stdout?.toString()}${err.stderr?.toString()}`);
+    throw new Error(`haproxy -c refused the config ${confPath}: ${err.stdout?.toString()}${err.stderr?.toString()}`, { cause: e });
   }
   // -db: stay in the foreground; the access log goes to stdout, into the log file.
   const p = startProcess(id, haproxy, ["-db", "-f", confPath], join(dir, "haproxy.log"));

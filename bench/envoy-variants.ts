@@ -1,11 +1,11 @@
 // Diagnosis (not a test, not configurations the project renders): where the
 // generated Envoy config spends CPU per request. The prod-based e2e stack's
 // gateway files, each variant changed in one respect, run side by side in
-// front of the same pods under the same wrk load (scripts/bench-gateway.ts's
+// front of the same pods under the same wrk load (bench/gateway.ts's
 // harness), in interleaved rounds; printed: requests per CPU-second, user and
 // system CPU per request, p99, and each against the generated config.
 //
-//   npx tsx scripts/bench-envoy-variants.ts [--seconds 6] [--rounds 3] [--only generated,log-off,...]
+//   npx tsx bench/envoy-variants.ts [--seconds 6] [--rounds 3] [--only generated,log-off,...]
 //
 // "bare Envoy" is a hand-written bootstrap with only what the job needs
 // (downstream TLS, the router, a static cluster of the pods with upstream TLS

@@ -18,7 +18,7 @@
 // the routes provider, the Kubernetes provider; this script watches the
 // ConfigMaps as another user), and the size of the gateway's xDS ConfigMap.
 //
-//   npx tsx scripts/bench-sync.ts [--sizes 10,100,500]
+//   npx tsx bench/sync.ts [--sizes 10,100,500]
 //
 // Needs the real components (bash scripts/build-components.sh). Takes a few
 // minutes: each sync runs the engine and the program.
@@ -71,7 +71,7 @@ class AuditCounter {
 function sizesOption(): number[] {
   const { values } = parseArgs({ options: { sizes: { type: "string", default: "10,100,500" }, help: { type: "boolean" } } });
   if (values.help) {
-    console.log("usage: npx tsx scripts/bench-sync.ts [--sizes 10,100,500]");
+    console.log("usage: npx tsx bench/sync.ts [--sizes 10,100,500]");
     process.exit(0);
   }
   const sizes = values.sizes!.split(",").map((s) => Number(s.trim()));

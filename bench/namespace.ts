@@ -13,7 +13,7 @@
 // (the kubelet projecting the ConfigMap into the pod with its default
 // settings, Envoy's reload, DNS). Prints each namespace and p50/max.
 //
-//   npx tsx scripts/bench-namespace.ts [--namespaces 5]
+//   npx tsx bench/namespace.ts [--namespaces 5]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
 import { spawn } from "node:child_process";
@@ -27,7 +27,7 @@ import { until, Workloads } from "../test/support/workloads.js";
 
 const { values } = parseArgs({ options: { namespaces: { type: "string", default: "5" }, help: { type: "boolean" } } });
 if (values.help) {
-  console.log("usage: npx tsx scripts/bench-namespace.ts [--namespaces N]   (N >= 5)");
+  console.log("usage: npx tsx bench/namespace.ts [--namespaces N]   (N >= 5)");
   process.exit(0);
 }
 const count = Number(values.namespaces);

@@ -7,7 +7,7 @@
 // kubernetes plugin). Prints the pod's resolv.conf and, per cluster, the
 // queries of one refresh cycle by type, name and answer.
 //
-//   npx tsx scripts/bench-dns.ts [--seconds 30]
+//   npx tsx bench/dns.ts [--seconds 30]
 //
 // Needs the real components and root (the local node).
 import { execFileSync } from "node:child_process";
@@ -21,7 +21,7 @@ import { Workloads } from "../test/support/workloads.js";
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "30" }, help: { type: "boolean" } } });
 if (values.help) {
-  console.log("usage: npx tsx scripts/bench-dns.ts [--seconds 30]");
+  console.log("usage: npx tsx bench/dns.ts [--seconds 30]");
   process.exit(0);
 }
 const seconds = Number(values.seconds);
@@ -102,7 +102,10 @@ async function main(): Promise<void> {
       const seen = new Set<string>();
       for (const q of mine) {
         const key = `${q.type} ${q.name === name ? "<name>" : `<name>.${q.name.slice(name.length + 1)}`} (${q.rcode})`;
-        if (!seen.has(key)) one.push(key), seen.add(key);
+        if (!seen.has(key)) {
+          one.push(key);
+          seen.add(key);
+        }
       }
       console.log(`${name.padEnd(46)} ${String(cycles).padStart(6)}  ${rate.toFixed(1).padStart(13)}  ${one.join(", ")}`);
     }
