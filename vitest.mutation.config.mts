@@ -27,7 +27,8 @@ chmodSync(fileURLToPath(new URL(".", import.meta.url)), 0o755);
  */
 class KillingFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const results = (f: TestSpecification) => this.ctx.cache.getFileTestResults(`${f.project.name}:${relative(this.ctx.config.root, f.moduleId)}`);
+    const results = (f: TestSpecification) =>
+      this.ctx.cache.getFileTestResults(`${f.project.name}:${relative(this.ctx.config.root, f.moduleId)}`);
     return [...files].sort((a, b) => {
       const [ra, rb] = [results(a), results(b)];
       if (Boolean(ra?.failed) !== Boolean(rb?.failed)) return ra?.failed ? -1 : 1;
@@ -39,7 +40,9 @@ class KillingFilesFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     name: "unit",
-    include: process.env.MUTATION_TEST_FILES?.split(",").map((f) => f.trim()).filter(Boolean) ?? ["test/unit/**/*.test.ts"],
+    include: process.env.MUTATION_TEST_FILES?.split(",")
+      .map((f) => f.trim())
+      .filter(Boolean) ?? ["test/unit/**/*.test.ts"],
     exclude: ["test/unit/cli-flags.test.ts"],
     environment: "node",
     sequence: { sequencer: KillingFilesFirst },

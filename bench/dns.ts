@@ -25,7 +25,8 @@ if (values.help) {
   process.exit(0);
 }
 const seconds = Number(values.seconds);
-if (!Number.isInteger(seconds) || seconds < 10 || seconds > 600) throw new Error(`--seconds must be a whole number from 10 to 600 (got ${values.seconds})`);
+if (!Number.isInteger(seconds) || seconds < 10 || seconds > 600)
+  throw new Error(`--seconds must be a whole number from 10 to 600 (got ${values.seconds})`);
 
 interface Query {
   type: string;
@@ -45,10 +46,24 @@ function parseLog(text: string, client: string): Query[] {
 
 /** The resolv.conf containerd wrote for a pod's sandbox. */
 function podResolvConf(cluster: LocalCluster, pod: string): string {
-  const ctr = (args: string[]) => execFileSync("ctr", ["--address", cluster.node.containerdSocket, "--namespace", "k8s.io", ...args], { encoding: "utf8" });
-  const ids = ctr(["containers", "ls", "-q", `labels."io.kubernetes.pod.name"==${pod},labels."io.cri-containerd.kind"==sandbox`]).trim().split("\n").filter(Boolean);
+  const ctr = (args: string[]) =>
+    execFileSync("ctr", ["--address", cluster.node.containerdSocket, "--namespace", "k8s.io", ...args], {
+      encoding: "utf8",
+    });
+  const ids = ctr([
+    "containers",
+    "ls",
+    "-q",
+    `labels."io.kubernetes.pod.name"==${pod},labels."io.cri-containerd.kind"==sandbox`,
+  ])
+    .trim()
+    .split("\n")
+    .filter(Boolean);
   if (ids.length === 0) throw new Error(`no sandbox of pod ${pod} in containerd`);
-  return readFileSync(join(cluster.stateDir, "node/containerd/root/io.containerd.grpc.v1.cri/sandboxes", ids[0]!, "resolv.conf"), "utf8");
+  return readFileSync(
+    join(cluster.stateDir, "node/containerd/root/io.containerd.grpc.v1.cri/sandboxes", ids[0]!, "resolv.conf"),
+    "utf8",
+  );
 }
 
 async function main(): Promise<void> {
@@ -107,7 +122,9 @@ async function main(): Promise<void> {
           seen.add(key);
         }
       }
-      console.log(`${name.padEnd(46)} ${String(cycles).padStart(6)}  ${rate.toFixed(1).padStart(13)}  ${one.join(", ")}`);
+      console.log(
+        `${name.padEnd(46)} ${String(cycles).padStart(6)}  ${rate.toFixed(1).padStart(13)}  ${one.join(", ")}`,
+      );
     }
     const mean = perCycle.reduce((a, b) => a + b, 0) / Math.max(1, perCycle.length);
     console.log(`\nDNS queries per cluster per refresh cycle: ${mean.toFixed(1)}`);

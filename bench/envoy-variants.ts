@@ -63,40 +63,114 @@ interface Variant {
 
 /** The https listener's connection manager. */
 const https = (b: J): J => {
-  const listener = named(list(obj(b.static_resources, "static_resources").listeners, "listeners"), "https", "listeners");
-  const filters = list(list(listener.filter_chains, "https.filter_chains")[0]?.filters, "https.filter_chains[0].filters");
-  return obj(named(filters, "envoy.filters.network.http_connection_manager", "https filters").typed_config, "http_connection_manager.typed_config");
+  const listener = named(
+    list(obj(b.static_resources, "static_resources").listeners, "listeners"),
+    "https",
+    "listeners",
+  );
+  const filters = list(
+    list(listener.filter_chains, "https.filter_chains")[0]?.filters,
+    "https.filter_chains[0].filters",
+  );
+  return obj(
+    named(filters, "envoy.filters.network.http_connection_manager", "https filters").typed_config,
+    "http_connection_manager.typed_config",
+  );
 };
-const keepFilters = (keep: (name: unknown) => boolean) => ({ bootstrap }: { bootstrap: J }) => {
-  const hcm = https(bootstrap);
-  hcm.http_filters = list(hcm.http_filters, "http_filters").filter((f) => keep(f.name));
-};
+const keepFilters =
+  (keep: (name: unknown) => boolean) =>
+  ({ bootstrap }: { bootstrap: J }) => {
+    const hcm = https(bootstrap);
+    hcm.http_filters = list(hcm.http_filters, "http_filters").filter((f) => keep(f.name));
+  };
 const withoutFilter = (name: string) => keepFilters((n) => n !== name);
 const resources = (doc: J, file: string): J[] => list(doc.resources, `${file} resources`);
-const www = (rds: J): J => named(list(resources(rds, "rds")[0]?.virtual_hosts, "virtual_hosts"), "www", "virtual_hosts");
+const www = (rds: J): J =>
+  named(list(resources(rds, "rds")[0]?.virtual_hosts, "virtual_hosts"), "www", "virtual_hosts");
 
 const VARIANTS: Variant[] = [
   { name: "generated" },
   { name: "log off", change: ({ bootstrap }) => delete https(bootstrap).access_log },
-  { name: "router only (no ext_authz, rate limit filters)", change: keepFilters((n) => n === "envoy.filters.http.router") },
+  {
+    name: "router only (no ext_authz, rate limit filters)",
+    change: keepFilters((n) => n === "envoy.filters.http.router"),
+  },
   { name: "no header_mutation (CEL login redirect)", change: withoutFilter("envoy.filters.http.header_mutation") },
   { name: "no ext_authz filter", change: withoutFilter("envoy.filters.http.ext_authz") },
   { name: "no local_ratelimit filter", change: withoutFilter("envoy.filters.http.local_ratelimit") },
-  { name: "no route retries, timeouts, headers", change: ({ rds }) => resources(rds, "rds").forEach((rc) => { delete rc.response_headers_to_add; delete rc.request_headers_to_add; list(rc.virtual_hosts, "virtual_hosts").forEach((v) => { delete v.retry_policy; delete v.response_headers_to_add; delete v.request_headers_to_add; list(v.routes, "routes").forEach((r) => { delete r.response_headers_to_add; delete r.request_headers_to_add; delete r.typed_per_filter_config; if (r.route) { const route = obj(r.route, "route"); delete route.retry_policy; delete route.timeout; } }); }); }) },
+  {
+    name: "no route retries, timeouts, headers",
+    change: ({ rds }) =>
+      resources(rds, "rds").forEach((rc) => {
+        delete rc.response_headers_to_add;
+        delete rc.request_headers_to_add;
+        list(rc.virtual_hosts, "virtual_hosts").forEach((v) => {
+          delete v.retry_policy;
+          delete v.response_headers_to_add;
+          delete v.request_headers_to_add;
+          list(v.routes, "routes").forEach((r) => {
+            delete r.response_headers_to_add;
+            delete r.request_headers_to_add;
+            delete r.typed_per_filter_config;
+            if (r.route) {
+              const route = obj(r.route, "route");
+              delete route.retry_policy;
+              delete route.timeout;
+            }
+          });
+        });
+      }),
+  },
   { name: "round robin", change: ({ cds }) => resources(cds, "cds").forEach((c) => delete c.lb_policy) },
-  { name: "no stats (reject_all)", change: ({ bootstrap }) => void (bootstrap.stats_config = { stats_matcher: { reject_all: true } }) },
+  {
+    name: "no stats (reject_all)",
+    change: ({ bootstrap }) => void (bootstrap.stats_config = { stats_matcher: { reject_all: true } }),
+  },
   { name: "no request id", change: ({ bootstrap }) => void (https(bootstrap).generate_request_id = false) },
   { name: "no overload manager", change: ({ bootstrap }) => delete bootstrap.overload_manager },
-  { name: "no path normalisation", change: ({ bootstrap }) => ["normalize_path", "merge_slashes", "path_with_escaped_slashes_action"].forEach((k) => delete https(bootstrap)[k]) },
-  { name: "no outlier detection, no remaining gauges", change: ({ cds }) => resources(cds, "cds").forEach((c) => { delete c.outlier_detection; c.circuit_breakers = { thresholds: [{ ...list(obj(c.circuit_breakers, "circuit_breakers").thresholds, "thresholds")[0], track_remaining: false }] }; }) },
+  {
+    name: "no path normalisation",
+    change: ({ bootstrap }) =>
+      ["normalize_path", "merge_slashes", "path_with_escaped_slashes_action"].forEach(
+        (k) => delete https(bootstrap)[k],
+      ),
+  },
+  {
+    name: "no outlier detection, no remaining gauges",
+    change: ({ cds }) =>
+      resources(cds, "cds").forEach((c) => {
+        delete c.outlier_detection;
+        c.circuit_breakers = {
+          thresholds: [
+            {
+              ...list(obj(c.circuit_breakers, "circuit_breakers").thresholds, "thresholds")[0],
+              track_remaining: false,
+            },
+          ],
+        };
+      }),
+  },
   { name: "1 worker", workers: 1 },
   {
     name: "all of the above but 1 worker",
-    change: (f) => VARIANTS.slice(1, VARIANTS.findIndex((v) => v.workers === 1)).forEach((v) => v.change!(f)),
+    change: (f) =>
+      VARIANTS.slice(
+        1,
+        VARIANTS.findIndex((v) => v.workers === 1),
+      ).forEach((v) => v.change!(f)),
   },
   { name: "bare Envoy (hand-written: TLS both sides, router, static cluster)", bare: true },
-  { name: "plain upstream (no upstream TLS)", change: ({ rds }) => void (obj(list(www(rds).routes, "www routes")[0]?.route, "www route").cluster = "acme-solver") },
-  { name: "direct response (no upstream)", change: ({ rds }) => void (www(rds).routes = [{ match: { prefix: "/" }, direct_response: { status: 200, body: { inline_string: "x".repeat(600) } } }]) },
+  {
+    name: "plain upstream (no upstream TLS)",
+    change: ({ rds }) => void (obj(list(www(rds).routes, "www routes")[0]?.route, "www route").cluster = "acme-solver"),
+  },
+  {
+    name: "direct response (no upstream)",
+    change: ({ rds }) =>
+      void (www(rds).routes = [
+        { match: { prefix: "/" }, direct_response: { status: 200, body: { inline_string: "x".repeat(600) } } },
+      ]),
+  },
 ];
 
 /** The least config that does the generated config's job for www: downstream TLS, the router, upstream TLS with the client certificate to the pods. */
@@ -116,10 +190,26 @@ function bareBootstrap(h: GatewayHarness, address: string, port: number, admin: 
                 {
                   name: "hcm",
                   typed_config: {
-                    "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                    "@type":
+                      "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
                     stat_prefix: "https",
-                    route_config: { virtual_hosts: [{ name: "www", domains: ["*"], routes: [{ match: { prefix: "/" }, route: { cluster: "www", host_rewrite_literal: upstreamHost } }] }] },
-                    http_filters: [{ name: "router", typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" } }],
+                    route_config: {
+                      virtual_hosts: [
+                        {
+                          name: "www",
+                          domains: ["*"],
+                          routes: [
+                            { match: { prefix: "/" }, route: { cluster: "www", host_rewrite_literal: upstreamHost } },
+                          ],
+                        },
+                      ],
+                    },
+                    http_filters: [
+                      {
+                        name: "router",
+                        typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" },
+                      },
+                    ],
                   },
                 },
               ],
@@ -127,7 +217,15 @@ function bareBootstrap(h: GatewayHarness, address: string, port: number, admin: 
                 name: "tls",
                 typed_config: {
                   "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
-                  common_tls_context: { tls_certificates: [{ certificate_chain: file(h.paths.serverTlsDir, "tls.crt"), private_key: file(h.paths.serverTlsDir, "tls.key") }], alpn_protocols: ["h2", "http/1.1"] },
+                  common_tls_context: {
+                    tls_certificates: [
+                      {
+                        certificate_chain: file(h.paths.serverTlsDir, "tls.crt"),
+                        private_key: file(h.paths.serverTlsDir, "tls.key"),
+                      },
+                    ],
+                    alpn_protocols: ["h2", "http/1.1"],
+                  },
                 },
               },
             },
@@ -139,15 +237,32 @@ function bareBootstrap(h: GatewayHarness, address: string, port: number, admin: 
           name: "www",
           type: "STATIC",
           lb_policy: "LEAST_REQUEST",
-          load_assignment: { cluster_name: "www", endpoints: [{ lb_endpoints: h.productionPods("www").map((p) => ({ endpoint: { address: { socket_address: { address: p.address, port_value: 443 } } } })) }] },
+          load_assignment: {
+            cluster_name: "www",
+            endpoints: [
+              {
+                lb_endpoints: h
+                  .productionPods("www")
+                  .map((p) => ({ endpoint: { address: { socket_address: { address: p.address, port_value: 443 } } } })),
+              },
+            ],
+          },
           transport_socket: {
             name: "tls",
             typed_config: {
               "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
               sni: upstreamHost,
               common_tls_context: {
-                tls_certificates: [{ certificate_chain: file(h.paths.upstreamTlsDir, "tls.crt"), private_key: file(h.paths.upstreamTlsDir, "tls.key") }],
-                validation_context: { trusted_ca: file(h.paths.upstreamTlsDir, "ca.crt"), match_typed_subject_alt_names: [{ san_type: "DNS", matcher: { exact: upstreamHost } }] },
+                tls_certificates: [
+                  {
+                    certificate_chain: file(h.paths.upstreamTlsDir, "tls.crt"),
+                    private_key: file(h.paths.upstreamTlsDir, "tls.key"),
+                  },
+                ],
+                validation_context: {
+                  trusted_ca: file(h.paths.upstreamTlsDir, "ca.crt"),
+                  match_typed_subject_alt_names: [{ san_type: "DNS", matcher: { exact: upstreamHost } }],
+                },
               },
             },
           },
@@ -170,17 +285,31 @@ function cpu(pid: number): { user: number; system: number } {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: "string", default: "6" }, rounds: { type: "string", default: "3" }, only: { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      seconds: { type: "string", default: "6" },
+      rounds: { type: "string", default: "3" },
+      only: { type: "string" },
+    },
+  });
   const seconds = Number(values.seconds);
   const rounds = Number(values.rounds);
-  if (!(seconds >= 1 && seconds <= 120) || !Number.isInteger(rounds) || rounds < 1 || rounds > 20) throw new Error("--seconds 1..120, --rounds 1..20");
+  if (!(seconds >= 1 && seconds <= 120) || !Number.isInteger(rounds) || rounds < 1 || rounds > 20)
+    throw new Error("--seconds 1..120, --rounds 1..20");
   const only = values.only?.split(",");
   const variants = only ? VARIANTS.filter((v) => only.some((o) => v.name.startsWith(o))) : VARIANTS;
   const inotify = Number(readFileSync("/proc/sys/fs/inotify/max_user_instances", "utf8"));
   if (inotify < variants.length * 8 + 32) {
-    throw new Error(`${variants.length} Envoys need about ${variants.length * 8 + 32} inotify instances, fs.inotify.max_user_instances is ${inotify}: run \`sysctl -w fs.inotify.max_user_instances=1024\` or pick fewer with --only`);
+    throw new Error(
+      `${variants.length} Envoys need about ${variants.length * 8 + 32} inotify instances, fs.inotify.max_user_instances is ${inotify}: run \`sysctl -w fs.inotify.max_user_instances=1024\` or pick fewer with --only`,
+    );
   }
-  const h = await GatewayHarness.start({ ...e2eHarnessOptions(), podCertificate: undefined, concurrency: 2, logLevel: "warning" });
+  const h = await GatewayHarness.start({
+    ...e2eHarnessOptions(),
+    podCertificate: undefined,
+    concurrency: 2,
+    logLevel: "warning",
+  });
   const started: { v: Variant; envoy: EnvoyProcess; address: string }[] = [];
   try {
     for (const [i, v] of variants.entries()) {
@@ -188,13 +317,31 @@ async function main(): Promise<void> {
       const dir = join(h.workDir, `variant-${i}`);
       const xdsDir = join(dir, "xds");
       const ports = { ...h.ports, admin: await freeTcpPort("127.0.0.1") };
-      const files = renderGateway(h.config, h.table, h.gateway, { ...h.renderOptions(), listenAddress: address, ports, paths: { ...h.paths, xdsDir } });
-      const docs = { bootstrap: obj(parse(files.bootstrap["envoy.yaml"]!), "envoy.yaml"), cds: obj(parseEnvoyYaml(files.xds["cds.yaml"]!), "cds.yaml"), rds: obj(parseEnvoyYaml(files.xds["rds.yaml"]!), "rds.yaml") };
+      const files = renderGateway(h.config, h.table, h.gateway, {
+        ...h.renderOptions(),
+        listenAddress: address,
+        ports,
+        paths: { ...h.paths, xdsDir },
+      });
+      const docs = {
+        bootstrap: obj(parse(files.bootstrap["envoy.yaml"]!), "envoy.yaml"),
+        cds: obj(parseEnvoyYaml(files.xds["cds.yaml"]!), "cds.yaml"),
+        rds: obj(parseEnvoyYaml(files.xds["rds.yaml"]!), "rds.yaml"),
+      };
       v.change?.(docs);
       mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, "envoy.yaml"), stringify(v.bare ? bareBootstrap(h, address, ports.https, ports.admin) : docs.bootstrap));
+      writeFileSync(
+        join(dir, "envoy.yaml"),
+        stringify(v.bare ? bareBootstrap(h, address, ports.https, ports.admin) : docs.bootstrap),
+      );
       new ConfigMapVolume(xdsDir).write({ "cds.yaml": JSON.stringify(docs.cds), "rds.yaml": JSON.stringify(docs.rds) });
-      const envoy = new EnvoyProcess({ bootstrapPath: join(dir, "envoy.yaml"), adminUrl: `http://127.0.0.1:${ports.admin}`, concurrency: v.workers ?? 2, logDir: dir, logLevel: "warning" });
+      const envoy = new EnvoyProcess({
+        bootstrapPath: join(dir, "envoy.yaml"),
+        adminUrl: `http://127.0.0.1:${ports.admin}`,
+        concurrency: v.workers ?? 2,
+        logDir: dir,
+        logLevel: "warning",
+      });
       await envoy.start();
       started.push({ v, envoy, address });
     }
@@ -204,7 +351,11 @@ async function main(): Promise<void> {
         const url = `https://${s.address}:${h.ports.https}/bench`;
         await run("wrk", ["-t", "2", "-c", "16", "-d", "2s", "-H", `Host: ${HOST}`, url], { timeout: 60_000 });
         const before = cpu(s.envoy.pid!);
-        const { stdout } = await run("wrk", ["-t", "2", "-c", "16", "-d", `${seconds}s`, "--latency", "-H", `Host: ${HOST}`, url], { timeout: (seconds + 60) * 1000 });
+        const { stdout } = await run(
+          "wrk",
+          ["-t", "2", "-c", "16", "-d", `${seconds}s`, "--latency", "-H", `Host: ${HOST}`, url],
+          { timeout: (seconds + 60) * 1000 },
+        );
         const after = cpu(s.envoy.pid!);
         const requests = Number(/(\d+) requests in/.exec(stdout)![1]);
         const m = /^\s+99%\s+([\d.]+)(us|ms|s)/m.exec(stdout)!;
@@ -220,8 +371,12 @@ async function main(): Promise<void> {
     const base = results.get(started[0]!.v)!;
     const bare = started.find((s) => s.v.bare);
     const perCpu = (a: { requests: number; user: number; system: number }) => a.requests / (a.user + a.system);
-    console.log(`wrk, 16 connections, ${seconds}s x ${rounds} rounds per variant, interleaved; Envoy --concurrency 2 unless said\n`);
-    console.log(`| variant | requests/s | requests per CPU-s | vs ${started[0]!.v.name} |${bare ? " vs bare Envoy |" : ""} user µs/req | system µs/req | p99 ms (mean) |`);
+    console.log(
+      `wrk, 16 connections, ${seconds}s x ${rounds} rounds per variant, interleaved; Envoy --concurrency 2 unless said\n`,
+    );
+    console.log(
+      `| variant | requests/s | requests per CPU-s | vs ${started[0]!.v.name} |${bare ? " vs bare Envoy |" : ""} user µs/req | system µs/req | p99 ms (mean) |`,
+    );
     console.log(`| --- | ---: | ---: | ---: |${bare ? " ---: |" : ""} ---: | ---: | ---: |`);
     for (const s of started) {
       const a = results.get(s.v)!;

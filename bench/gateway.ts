@@ -45,7 +45,15 @@ const HOST = "www.hail.is";
 const SERVICE = "www";
 
 /** The gateways compared, in the order of the table. */
-const GATEWAYS = ["envoy", "envoy-log-off", "nginx-old", "nginx-tuned", "nginx-tuned-log-off", "haproxy", "haproxy-log-off"] as const;
+const GATEWAYS = [
+  "envoy",
+  "envoy-log-off",
+  "nginx-old",
+  "nginx-tuned",
+  "nginx-tuned-log-off",
+  "haproxy",
+  "haproxy-log-off",
+] as const;
 type GatewayId = (typeof GATEWAYS)[number];
 const LABEL: Record<GatewayId, string> = {
   envoy: "Envoy",
@@ -57,7 +65,15 @@ const LABEL: Record<GatewayId, string> = {
   "haproxy-log-off": "HAProxy, log off",
 };
 /** Which gateways log a JSON line per request (the others log nothing; the old nginx never did). */
-const LOGS: Record<GatewayId, boolean> = { envoy: true, "envoy-log-off": false, "nginx-old": false, "nginx-tuned": true, "nginx-tuned-log-off": false, haproxy: true, "haproxy-log-off": false };
+const LOGS: Record<GatewayId, boolean> = {
+  envoy: true,
+  "envoy-log-off": false,
+  "nginx-old": false,
+  "nginx-tuned": true,
+  "nginx-tuned-log-off": false,
+  haproxy: true,
+  "haproxy-log-off": false,
+};
 
 interface Options {
   seconds: number;
@@ -85,17 +101,23 @@ function options(): Options {
     },
   });
   if (values.help) {
-    console.log(`usage: npx tsx bench/gateway.ts [--seconds 10] [--warmup 2] [--connections 16] [--threads 2] [--tool wrk|h2load] [--workers 2] [--rounds 1] [--only ${GATEWAYS.join(",")}]`);
+    console.log(
+      `usage: npx tsx bench/gateway.ts [--seconds 10] [--warmup 2] [--connections 16] [--threads 2] [--tool wrk|h2load] [--workers 2] [--rounds 1] [--only ${GATEWAYS.join(",")}]`,
+    );
     process.exit(0);
   }
   const num = (name: string, v: string | undefined, max: number) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${name} must be a whole number from 1 to ${max} (got ${v})`);
+    if (!Number.isInteger(n) || n < 1 || n > max)
+      throw new Error(`--${name} must be a whole number from 1 to ${max} (got ${v})`);
     return n;
   };
-  if (values.tool !== "wrk" && values.tool !== "h2load") throw new Error(`--tool must be wrk or h2load (got ${values.tool})`);
+  if (values.tool !== "wrk" && values.tool !== "h2load")
+    throw new Error(`--tool must be wrk or h2load (got ${values.tool})`);
   const only = values.only.split(",").filter(Boolean);
-  for (const g of only) if (!(GATEWAYS as readonly string[]).includes(g)) throw new Error(`--only: ${g} is not one of ${GATEWAYS.join(", ")}`);
+  for (const g of only)
+    if (!(GATEWAYS as readonly string[]).includes(g))
+      throw new Error(`--only: ${g} is not one of ${GATEWAYS.join(", ")}`);
   return {
     seconds: num("seconds", values.seconds, 300),
     warmupSeconds: num("warmup", values.warmup, 60),
@@ -109,7 +131,8 @@ function options(): Options {
 }
 
 function which(command: string): string {
-  for (const dir of ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]) if (existsSync(join(dir, command))) return join(dir, command);
+  for (const dir of ["/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+    if (existsSync(join(dir, command))) return join(dir, command);
   try {
     return execFileSync("sh", ["-c", `command -v ${command}`], { encoding: "utf8" }).trim();
   } catch {
@@ -170,11 +193,31 @@ async function run(command: string, args: string[], timeoutMs: number): Promise<
 }
 
 /** Runs the load generator against https://address:port with Host/SNI www.hail.is. */
-async function runLoad(o: Options, address: string, port: number, seconds: number, dir: string, label: string): Promise<LoadResult> {
+async function runLoad(
+  o: Options,
+  address: string,
+  port: number,
+  seconds: number,
+  dir: string,
+  label: string,
+): Promise<LoadResult> {
   if (o.tool === "wrk") {
     const out = await run(
       which("wrk"),
-      ["-t", String(o.threads), "-c", String(o.connections), "-d", `${seconds}s`, "--timeout", "10s", "--latency", "-H", `Host: ${HOST}`, `https://${address}:${port}/bench`],
+      [
+        "-t",
+        String(o.threads),
+        "-c",
+        String(o.connections),
+        "-d",
+        `${seconds}s`,
+        "--timeout",
+        "10s",
+        "--latency",
+        "-H",
+        `Host: ${HOST}`,
+        `https://${address}:${port}/bench`,
+      ],
       (seconds + 60) * 1000,
     );
     const requests = Number(/(\d+) requests in ([\d.]+)(\w+)/.exec(out)?.[1]);
@@ -190,7 +233,20 @@ async function runLoad(o: Options, address: string, port: number, seconds: numbe
   const log = join(dir, `h2load-${label}.log`);
   const out = await run(
     which("h2load"),
-    ["-t", String(o.threads), "-c", String(o.connections), "-m", "1", "-D", String(seconds), `--connect-to=${address}:${port}`, "--log-file", log, `https://${HOST}:${port}/bench`],
+    [
+      "-t",
+      String(o.threads),
+      "-c",
+      String(o.connections),
+      "-m",
+      "1",
+      "-D",
+      String(seconds),
+      `--connect-to=${address}:${port}`,
+      "--log-file",
+      log,
+      `https://${HOST}:${port}/bench`,
+    ],
     (seconds + 60) * 1000,
   );
   const durations = readFileSync(log, "utf8")
@@ -203,7 +259,14 @@ async function runLoad(o: Options, address: string, port: number, seconds: numbe
   const elapsed = parseDuration(finished) / 1000;
   const status2xx = Number(/status codes: (\d+) 2xx/.exec(out)?.[1] ?? 0);
   const done = Number(m?.[1] ?? 0);
-  return { requests: done, seconds: elapsed, rps: done / elapsed, p50Ms: percentile(durations, 0.5), p99Ms: percentile(durations, 0.99), errors: done - status2xx + Number(m?.[3] ?? 0) + Number(m?.[4] ?? 0) };
+  return {
+    requests: done,
+    seconds: elapsed,
+    rps: done / elapsed,
+    p50Ms: percentile(durations, 0.5),
+    p99Ms: percentile(durations, 0.99),
+    errors: done - status2xx + Number(m?.[3] ?? 0) + Number(m?.[4] ?? 0),
+  };
 }
 
 /** One gateway under test: where it listens and which processes' CPU is its own. */
@@ -229,14 +292,24 @@ interface Row extends LoadResult {
 
 /** Fills {{NAME}} placeholders; every placeholder must have a value. */
 function fill(templateFile: string, vars: Record<string, string>): string {
-  return readFileSync(join(root, "bench/configs", templateFile), "utf8").replace(/\{\{([A-Z_]+)\}\}/g, (_, k: string) => {
-    if (!(k in vars)) throw new Error(`${templateFile}: no value for {{${k}}}`);
-    return vars[k]!;
-  });
+  return readFileSync(join(root, "bench/configs", templateFile), "utf8").replace(
+    /\{\{([A-Z_]+)\}\}/g,
+    (_, k: string) => {
+      if (!(k in vars)) throw new Error(`${templateFile}: no value for {{${k}}}`);
+      return vars[k]!;
+    },
+  );
 }
 
 /** Waits until a gateway answers GET https://www.hail.is/ with 200 through to a pod. */
-async function waitServing(h: GatewayHarness, name: string, p: ManagedProcess, address: string, port: number, extraLog = () => ""): Promise<void> {
+async function waitServing(
+  h: GatewayHarness,
+  name: string,
+  p: ManagedProcess,
+  address: string,
+  port: number,
+  extraLog = () => "",
+): Promise<void> {
   await waitFor(`${name} to serve`, 15_000, async () => {
     if (p.exited()) throw new Error(`${name} exited: ${p.log()}${extraLog()}`);
     const res = await httpsGet({ address, port, ca: h.ca.cert }, { host: HOST, path: "/" });
@@ -277,7 +350,12 @@ async function startNginxOld(h: GatewayHarness, o: Options, address: string): Pr
   return startNginx(h, "nginx-old", dir, conf, address, port);
 }
 
-async function startNginxTuned(h: GatewayHarness, o: Options, id: "nginx-tuned" | "nginx-tuned-log-off", address: string): Promise<Contender> {
+async function startNginxTuned(
+  h: GatewayHarness,
+  o: Options,
+  id: "nginx-tuned" | "nginx-tuned-log-off",
+  address: string,
+): Promise<Contender> {
   const dir = join(h.workDir, id);
   mkdirSync(dir, { recursive: true });
   const port = await freeTcpPort(address);
@@ -293,21 +371,35 @@ async function startNginxTuned(h: GatewayHarness, o: Options, id: "nginx-tuned" 
   return startNginx(h, id, dir, conf, address, port);
 }
 
-async function startNginx(h: GatewayHarness, id: GatewayId, dir: string, conf: string, address: string, port: number): Promise<Contender> {
+async function startNginx(
+  h: GatewayHarness,
+  id: GatewayId,
+  dir: string,
+  conf: string,
+  address: string,
+  port: number,
+): Promise<Contender> {
   const confPath = join(dir, "nginx.conf");
   writeFileSync(confPath, conf);
   const nginx = which("nginx");
   try {
     execFileSync(nginx, ["-t", "-q", "-p", dir, "-c", confPath], { stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
-    throw new Error(`nginx -t refused the config ${confPath}: ${(e as { stderr?: Buffer }).stderr?.toString()}`, { cause: e });
+    throw new Error(`nginx -t refused the config ${confPath}: ${(e as { stderr?: Buffer }).stderr?.toString()}`, {
+      cause: e,
+    });
   }
   const p = startProcess(id, nginx, ["-p", dir, "-c", confPath], join(dir, "nginx-stdout.log"));
   await waitServing(h, id, p, address, port, () => readFileSync(join(dir, "nginx-error.log"), "utf8"));
   return { id, address, port, pid: p.pid, group: true, stop: () => p.stop() };
 }
 
-async function startHaproxy(h: GatewayHarness, o: Options, id: "haproxy" | "haproxy-log-off", address: string): Promise<Contender> {
+async function startHaproxy(
+  h: GatewayHarness,
+  o: Options,
+  id: "haproxy" | "haproxy-log-off",
+  address: string,
+): Promise<Contender> {
   const dir = join(h.workDir, id);
   mkdirSync(dir, { recursive: true });
   const port = await freeTcpPort(address);
@@ -315,8 +407,12 @@ async function startHaproxy(h: GatewayHarness, o: Options, id: "haproxy" | "hapr
   // HAProxy takes a certificate and its key in one PEM file.
   const serverPem = join(dir, "server.pem");
   const clientPem = join(dir, "client.pem");
-  writeFileSync(serverPem, readFileSync(vars.SERVER_CERT!, "utf8") + readFileSync(vars.SERVER_KEY!, "utf8"), { mode: 0o600 });
-  writeFileSync(clientPem, readFileSync(vars.CLIENT_CERT!, "utf8") + readFileSync(vars.CLIENT_KEY!, "utf8"), { mode: 0o600 });
+  writeFileSync(serverPem, readFileSync(vars.SERVER_CERT!, "utf8") + readFileSync(vars.SERVER_KEY!, "utf8"), {
+    mode: 0o600,
+  });
+  writeFileSync(clientPem, readFileSync(vars.CLIENT_CERT!, "utf8") + readFileSync(vars.CLIENT_KEY!, "utf8"), {
+    mode: 0o600,
+  });
   const json =
     `'{"time":"%tr","status":"%ST","flags":"%tsc","duration_ms":"%Ta","method":"%HM","host":%{+Q,+E}[capture.req.hdr(0)],"path":%{+Q,+E}HU,` +
     `"protocol":"%HV","client":"%ci","upstream":"%si:%sp","cluster":"%b","bytes_received":"%U","bytes_sent":"%B","user_agent":%{+Q,+E}[capture.req.hdr(1)],"request_id":"%ID"}'`;
@@ -341,7 +437,9 @@ async function startHaproxy(h: GatewayHarness, o: Options, id: "haproxy" | "hapr
     execFileSync(haproxy, ["-c", "-q", "-f", confPath], { stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
     const err = e as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`haproxy -c refused the config ${confPath}: ${err.stdout?.toString()}${err.stderr?.toString()}`, { cause: e });
+    throw new Error(`haproxy -c refused the config ${confPath}: ${err.stdout?.toString()}${err.stderr?.toString()}`, {
+      cause: e,
+    });
   }
   // -db: stay in the foreground; the access log goes to stdout, into the log file.
   const p = startProcess(id, haproxy, ["-db", "-f", confPath], join(dir, "haproxy.log"));
@@ -361,7 +459,11 @@ async function startContender(h: GatewayHarness, o: Options, id: GatewayId): Pro
     case "envoy":
       return { id, address: h.address, port: h.ports.https, pid: h.envoy.pid!, group: false, stop: async () => {} };
     case "envoy-log-off": {
-      const peer = await h.startVariantEnvoy({ ...h.config, edge: { ...h.config.edge, accessLog: "off" } }, address, id);
+      const peer = await h.startVariantEnvoy(
+        { ...h.config, edge: { ...h.config.edge, accessLog: "off" } },
+        address,
+        id,
+      );
       return { id, address, port: peer.https.port, pid: peer.envoy.pid!, group: false, stop: () => peer.envoy.stop() };
     }
     case "nginx-old":
@@ -414,8 +516,21 @@ function table(rows: Row[], ids: GatewayId[]): string {
     ["requests", (r) => r.requests, 0],
     ["errors", (r) => r.errors, 0],
   ];
-  const lines = [`| metric | ${ids.map((id) => LABEL[id]).join(" | ")} |`, `| --- | ${ids.map(() => "---:").join(" | ")} |`];
-  for (const [name, f, digits] of cols) lines.push(`| ${name} | ${ids.map((id) => mean(rows.filter((r) => r.gateway === id), f).toFixed(digits)).join(" | ")} |`);
+  const lines = [
+    `| metric | ${ids.map((id) => LABEL[id]).join(" | ")} |`,
+    `| --- | ${ids.map(() => "---:").join(" | ")} |`,
+  ];
+  for (const [name, f, digits] of cols)
+    lines.push(
+      `| ${name} | ${ids
+        .map((id) =>
+          mean(
+            rows.filter((r) => r.gateway === id),
+            f,
+          ).toFixed(digits),
+        )
+        .join(" | ")} |`,
+    );
   return lines.join("\n");
 }
 
@@ -424,10 +539,14 @@ function comparison(rows: Row[], ids: GatewayId[]): string {
   const out: string[] = [];
   for (const logs of [true, false]) {
     const envoy: GatewayId = logs ? "envoy" : "envoy-log-off";
-    const peers = ids.filter((id) => id !== envoy && id !== "nginx-old" && LOGS[id] === logs && !id.startsWith("envoy"));
+    const peers = ids.filter(
+      (id) => id !== envoy && id !== "nginx-old" && LOGS[id] === logs && !id.startsWith("envoy"),
+    );
     if (!ids.includes(envoy) || peers.length === 0) continue;
     const of = (id: GatewayId) => rows.filter((r) => r.gateway === id);
-    const best = peers.reduce((a, b) => (mean(of(b), (r) => r.requestsPerCpuSecond) > mean(of(a), (r) => r.requestsPerCpuSecond) ? b : a));
+    const best = peers.reduce((a, b) =>
+      mean(of(b), (r) => r.requestsPerCpuSecond) > mean(of(a), (r) => r.requestsPerCpuSecond) ? b : a,
+    );
     const efficiency = mean(of(envoy), (r) => r.requestsPerCpuSecond) / mean(of(best), (r) => r.requestsPerCpuSecond);
     const p99 = mean(of(envoy), (r) => r.p99Ms) / mean(of(best), (r) => r.p99Ms);
     const rps = mean(of(envoy), (r) => r.rps) / mean(of(best), (r) => r.rps);
@@ -441,8 +560,18 @@ function comparison(rows: Row[], ids: GatewayId[]): string {
 
 async function main(): Promise<void> {
   const o = options();
-  for (const tool of [o.tool, ...(o.only.some((g) => g.startsWith("nginx")) ? ["nginx"] : []), ...(o.only.some((g) => g.startsWith("haproxy")) ? ["haproxy"] : [])]) which(tool);
-  const h = await GatewayHarness.start({ ...e2eHarnessOptions(), podCertificate: undefined, concurrency: o.workers, logLevel: "warning" });
+  for (const tool of [
+    o.tool,
+    ...(o.only.some((g) => g.startsWith("nginx")) ? ["nginx"] : []),
+    ...(o.only.some((g) => g.startsWith("haproxy")) ? ["haproxy"] : []),
+  ])
+    which(tool);
+  const h = await GatewayHarness.start({
+    ...e2eHarnessOptions(),
+    podCertificate: undefined,
+    concurrency: o.workers,
+    logLevel: "warning",
+  });
   const contenders: Contender[] = [];
   try {
     for (const id of o.only) contenders.push(await startContender(h, o, id));
@@ -457,11 +586,15 @@ async function main(): Promise<void> {
       const these: Row[] = [];
       for (const c of order) these.push(await measure(h, o, c));
       rows.push(...these);
-      console.log(`round ${round}:\n${these.map((r) => `  ${LABEL[r.gateway].padEnd(22)} ${r.rps.toFixed(0).padStart(5)} req/s, ${r.requestsPerCpuSecond.toFixed(0).padStart(5)} req/CPU-s, p99 ${r.p99Ms.toFixed(1).padStart(6)} ms, ${r.handshakesPer1k.toFixed(1).padStart(6)} handshakes/1k, ${r.errors} errors`).join("\n")}`);
+      console.log(
+        `round ${round}:\n${these.map((r) => `  ${LABEL[r.gateway].padEnd(22)} ${r.rps.toFixed(0).padStart(5)} req/s, ${r.requestsPerCpuSecond.toFixed(0).padStart(5)} req/CPU-s, p99 ${r.p99Ms.toFixed(1).padStart(6)} ms, ${r.handshakesPer1k.toFixed(1).padStart(6)} handshakes/1k, ${r.errors} errors`).join("\n")}`,
+      );
     }
     console.log(`\n${table(rows, o.only)}\n`);
     console.log(comparison(rows, o.only));
-    console.log(`\nmachine: ${execFileSync("nproc", { encoding: "utf8" }).trim()} cores, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}; pods and the load generator share the machine`);
+    console.log(
+      `\nmachine: ${execFileSync("nproc", { encoding: "utf8" }).trim()} cores, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}; pods and the load generator share the machine`,
+    );
   } finally {
     for (const c of contenders) await c.stop().catch(() => undefined);
     await h.stop();

@@ -31,7 +31,8 @@ if (values.help) {
   process.exit(0);
 }
 const count = Number(values.namespaces);
-if (!Number.isInteger(count) || count < 5 || count > 50) throw new Error(`--namespaces must be a whole number from 5 to 50 (got ${values.namespaces})`);
+if (!Number.isInteger(count) || count < 5 || count > 50)
+  throw new Error(`--namespaces must be a whole number from 5 to 50 (got ${values.namespaces})`);
 
 const POLL_MS = 200;
 const LIMIT_MS = 300_000;
@@ -61,14 +62,37 @@ async function main(): Promise<void> {
     const core = stack.core();
     const devHost = `internal.${stack.config.domain}`;
 
-    watch = spawn("npm", ["run", "--silent", "sync-routes", "--", "--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch"], { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    watch = spawn(
+      "npm",
+      [
+        "run",
+        "--silent",
+        "sync-routes",
+        "--",
+        "--stack",
+        stack.ws.stack,
+        "--project-dir",
+        stack.ws.programDir,
+        "--watch",
+      ],
+      { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
     let out = "";
     watch.stdout!.on("data", (d: Buffer) => (out += d));
     watch.stderr!.on("data", (d: Buffer) => (out += d));
-    await until("sync-routes --watch to finish its first sync", 300_000, async () => /routes in step|routes live/.test(out) || undefined, async () => out);
+    await until(
+      "sync-routes --watch to finish its first sync",
+      300_000,
+      async () => /routes in step|routes live/.test(out) || undefined,
+      async () => out,
+    );
 
-    const rds = async () => (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: stack!.config.namespace })).data?.["rds.yaml"] ?? "";
-    const status = async (path: string) => (await gateway!.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } })).status;
+    const rds = async () =>
+      (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: stack!.config.namespace })).data?.[
+        "rds.yaml"
+      ] ?? "";
+    const status = async (path: string) =>
+      (await gateway!.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } })).status;
     const timings: Timing[] = [];
     for (let i = 0; i < count; i++) {
       const ns = `pr-bench-${i}`;
@@ -81,30 +105,64 @@ async function main(): Promise<void> {
       const added = performance.now();
       await w.labelNamespace(ns);
       await w.createRoutedService(ns, { name: "app" });
-      await until(`${ns}'s route in the ConfigMap`, LIMIT_MS, async () => (await rds()).includes(route) || undefined, undefined, POLL_MS);
+      await until(
+        `${ns}'s route in the ConfigMap`,
+        LIMIT_MS,
+        async () => (await rds()).includes(route) || undefined,
+        undefined,
+        POLL_MS,
+      );
       const addConfigMap = performance.now() - added;
-      await until(`${ns}'s route to answer 200`, LIMIT_MS, async () => (await status(`/${ns}/app/`)) === 200 || undefined, undefined, POLL_MS);
+      await until(
+        `${ns}'s route to answer 200`,
+        LIMIT_MS,
+        async () => (await status(`/${ns}/app/`)) === 200 || undefined,
+        undefined,
+        POLL_MS,
+      );
       const add = performance.now() - added;
 
       const removed = performance.now();
       await w.deleteNamespace(ns);
-      await until(`${ns}'s route to leave the ConfigMap`, LIMIT_MS, async () => !(await rds()).includes(route) || undefined, undefined, POLL_MS);
+      await until(
+        `${ns}'s route to leave the ConfigMap`,
+        LIMIT_MS,
+        async () => !(await rds()).includes(route) || undefined,
+        undefined,
+        POLL_MS,
+      );
       const removeConfigMap = performance.now() - removed;
-      await until(`${ns}'s route to answer 404`, LIMIT_MS, async () => (await status(`/${ns}/app/`)) === 404 || undefined, undefined, POLL_MS);
+      await until(
+        `${ns}'s route to answer 404`,
+        LIMIT_MS,
+        async () => (await status(`/${ns}/app/`)) === 404 || undefined,
+        undefined,
+        POLL_MS,
+      );
       const remove = performance.now() - removed;
       timings.push({ namespace: ns, addConfigMap, add, removeConfigMap, remove });
-      console.error(`${ns}: first 200 after ${seconds(add)} (ConfigMap ${seconds(addConfigMap)}), 404 after ${seconds(remove)} (ConfigMap ${seconds(removeConfigMap)})`);
+      console.error(
+        `${ns}: first 200 after ${seconds(add)} (ConfigMap ${seconds(addConfigMap)}), 404 after ${seconds(remove)} (ConfigMap ${seconds(removeConfigMap)})`,
+      );
       await w.waitNamespaceGone(ns);
     }
 
-    console.log(`\n${count} namespaces, one at a time (sync-routes --watch, its default debounce of 300ms; kubelet defaults; poll every ${POLL_MS} ms)\n`);
+    console.log(
+      `\n${count} namespaces, one at a time (sync-routes --watch, its default debounce of 300ms; kubelet defaults; poll every ${POLL_MS} ms)\n`,
+    );
     console.log("namespace      first 200  (ConfigMap)   404 after  (ConfigMap)");
     for (const t of timings) {
-      console.log(`${t.namespace.padEnd(13)} ${seconds(t.add).padStart(9)}  ${seconds(t.addConfigMap).padStart(11)}   ${seconds(t.remove).padStart(9)}  ${seconds(t.removeConfigMap).padStart(11)}`);
+      console.log(
+        `${t.namespace.padEnd(13)} ${seconds(t.add).padStart(9)}  ${seconds(t.addConfigMap).padStart(11)}   ${seconds(t.remove).padStart(9)}  ${seconds(t.removeConfigMap).padStart(11)}`,
+      );
     }
     const col = (k: keyof Omit<Timing, "namespace">) => timings.map((t) => t[k]);
-    console.log(`${"p50".padEnd(13)} ${seconds(p50(col("add"))).padStart(9)}  ${seconds(p50(col("addConfigMap"))).padStart(11)}   ${seconds(p50(col("remove"))).padStart(9)}  ${seconds(p50(col("removeConfigMap"))).padStart(11)}`);
-    console.log(`${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`);
+    console.log(
+      `${"p50".padEnd(13)} ${seconds(p50(col("add"))).padStart(9)}  ${seconds(p50(col("addConfigMap"))).padStart(11)}   ${seconds(p50(col("remove"))).padStart(9)}  ${seconds(p50(col("removeConfigMap"))).padStart(11)}`,
+    );
+    console.log(
+      `${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`,
+    );
   } finally {
     // npm does not pass SIGTERM on to the script: signal its whole process group (its own, detached).
     const group = (signal: NodeJS.Signals) => {

@@ -23,7 +23,9 @@ envoyApi();
 console.log(`Envoy API descriptors loaded once per process: ${(performance.now() - t).toFixed(0)} ms`);
 const base = configMapBytes(renderGateway(config, buildRoutingTable(config), "gateway").xds);
 
-console.log("pairs  cds+rds bytes  bytes/pair  vs 1,550 (old)  pairs per ConfigMap  render+validate ms (median of 7, min..max)  CPU ms (median)");
+console.log(
+  "pairs  cds+rds bytes  bytes/pair  vs 1,550 (old)  pairs per ConfigMap  render+validate ms (median of 7, min..max)  CPU ms (median)",
+);
 for (const pairs of [100, 500, 1500]) {
   const table = buildRoutingTable(config, syntheticNamespaces(pairs));
   const times: number[] = [];

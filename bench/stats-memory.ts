@@ -31,20 +31,29 @@ type Variant = "before" | "after" | "floor";
 const VARIANTS: Variant[] = ["before", "after", "floor"];
 
 function options(): { pairs: number[]; settleSeconds: number } {
-  const { values } = parseArgs({ options: { pairs: { type: "string", default: "0,500,1500" }, settle: { type: "string", default: "3" }, help: { type: "boolean", default: false } } });
+  const { values } = parseArgs({
+    options: {
+      pairs: { type: "string", default: "0,500,1500" },
+      settle: { type: "string", default: "3" },
+      help: { type: "boolean", default: false },
+    },
+  });
   if (values.help) {
     console.log("usage: npx tsx bench/stats-memory.ts [--pairs 0,500,1500] [--settle 3]");
     process.exit(0);
   }
   const pairs = values.pairs.split(",").map(Number);
-  if (pairs.length < 2 || pairs.some((n) => !Number.isInteger(n) || n < 0 || n > 3000)) throw new Error(`--pairs must list two or more whole numbers from 0 to 3000 (got ${values.pairs})`);
+  if (pairs.length < 2 || pairs.some((n) => !Number.isInteger(n) || n < 0 || n > 3000))
+    throw new Error(`--pairs must list two or more whole numbers from 0 to 3000 (got ${values.pairs})`);
   const settleSeconds = Number(values.settle);
-  if (!(settleSeconds >= 0 && settleSeconds <= 60)) throw new Error(`--settle must be 0 to 60 seconds (got ${values.settle})`);
+  if (!(settleSeconds >= 0 && settleSeconds <= 60))
+    throw new Error(`--settle must be 0 to 60 seconds (got ${values.settle})`);
   return { pairs, settleSeconds };
 }
 
 function files(config: StackConfig, pairs: number, variant: Variant): Record<string, string> {
-  const c: StackConfig = variant === "before" ? { ...config, stats: { devClusters: "all", deferredCreation: false } } : config;
+  const c: StackConfig =
+    variant === "before" ? { ...config, stats: { devClusters: "all", deferredCreation: false } } : config;
   const rendered = renderGateway(c, buildRoutingTable(c, syntheticNamespaces(pairs)), "gateway");
   const all = { ...rendered.bootstrap, ...rendered.xds };
   if (variant === "floor") {
@@ -69,7 +78,9 @@ async function main(): Promise<void> {
   const check = await LoadCheck.create(config.clusterDomain, false, "127.0.0.2");
   const results = new Map<string, Measured>();
   try {
-    console.log(`Envoy with --concurrency ${workers} (the gateway pod's), prod stack gateway, DNS: one pod per Service; allocated heap after ${o.settleSeconds}s`);
+    console.log(
+      `Envoy with --concurrency ${workers} (the gateway pod's), prod stack gateway, DNS: one pod per Service; allocated heap after ${o.settleSeconds}s`,
+    );
     for (const pairs of o.pairs) {
       for (const variant of VARIANTS) {
         const envoy = await check.start(files(config, pairs, variant), undefined, workers);
@@ -77,7 +88,11 @@ async function main(): Promise<void> {
         const memory = JSON.parse(await envoy.envoy.admin("/memory")) as { allocated: string };
         const lines = (await envoy.envoy.admin("/stats")).split("\n").filter(Boolean);
         const dev = lines.filter((l) => l.startsWith("cluster.pr-10000_batch.")).length;
-        results.set(`${pairs}/${variant}`, { allocatedMiB: Number(memory.allocated) / 2 ** 20, stats: lines.length, devClusterStats: dev });
+        results.set(`${pairs}/${variant}`, {
+          allocatedMiB: Number(memory.allocated) / 2 ** 20,
+          stats: lines.length,
+          devClusterStats: dev,
+        });
         await envoy.envoy.stop();
       }
     }
@@ -86,7 +101,9 @@ async function main(): Promise<void> {
   }
   const get = (pairs: number, v: Variant) => results.get(`${pairs}/${v}`)!;
   const pad = (s: string, n: number) => s.padStart(n);
-  console.log(`\n${pad("pairs", 5)}  ${pad("before MiB", 10)}  ${pad("after MiB", 9)}  ${pad("after/before", 12)}  ${pad("floor MiB", 9)}  ${pad("stats before", 12)}  ${pad("stats after", 11)}  ${pad("one dev cluster's stats before/after", 36)}`);
+  console.log(
+    `\n${pad("pairs", 5)}  ${pad("before MiB", 10)}  ${pad("after MiB", 9)}  ${pad("after/before", 12)}  ${pad("floor MiB", 9)}  ${pad("stats before", 12)}  ${pad("stats after", 11)}  ${pad("one dev cluster's stats before/after", 36)}`,
+  );
   for (const pairs of o.pairs) {
     const b = get(pairs, "before");
     const a = get(pairs, "after");

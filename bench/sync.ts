@@ -69,24 +69,32 @@ class AuditCounter {
 }
 
 function sizesOption(): number[] {
-  const { values } = parseArgs({ options: { sizes: { type: "string", default: "10,100,500" }, help: { type: "boolean" } } });
+  const { values } = parseArgs({
+    options: { sizes: { type: "string", default: "10,100,500" }, help: { type: "boolean" } },
+  });
   if (values.help) {
     console.log("usage: npx tsx bench/sync.ts [--sizes 10,100,500]");
     process.exit(0);
   }
   const sizes = values.sizes!.split(",").map((s) => Number(s.trim()));
   const bad = sizes.find((n) => !Number.isInteger(n) || n < 1 || n > 2000);
-  if (bad !== undefined) throw new Error(`--sizes ${values.sizes}: each size must be a whole number from 1 to 2000 (got ${bad})`);
+  if (bad !== undefined)
+    throw new Error(`--sizes ${values.sizes}: each size must be a whole number from 1 to 2000 (got ${bad})`);
   return [...new Set(sizes)].sort((a, b) => a - b);
 }
 
 /** A routed namespace with one routed Service, web. */
 async function addNamespace(core: k8s.CoreV1Api, namespace: string): Promise<void> {
-  await core.createNamespace({ body: { metadata: { name: namespace, labels: { "envoy-gateways.io/routes": "dev" } } } });
+  await core.createNamespace({
+    body: { metadata: { name: namespace, labels: { "envoy-gateways.io/routes": "dev" } } },
+  });
   await core.createNamespacedService({
     namespace,
     body: {
-      metadata: { name: "web", labels: routingLabels({ service: "web", version: "main", weight: 100, replicas: 2, websocket: false }) },
+      metadata: {
+        name: "web",
+        labels: routingLabels({ service: "web", version: "main", weight: 100, replicas: 2, websocket: false }),
+      },
       spec: { clusterIP: "None", selector: { app: "web" }, ports: [{ name: "https", port: 443, targetPort: 443 }] },
     },
   });
@@ -96,7 +104,8 @@ async function addNamespace(core: k8s.CoreV1Api, namespace: string): Promise<voi
 async function addNamespaces(core: k8s.CoreV1Api, from: number, to: number): Promise<void> {
   const indexes = Array.from({ length: to - from }, (_, i) => from + i);
   const inFlight = 16;
-  for (let i = 0; i < indexes.length; i += inFlight) await Promise.all(indexes.slice(i, i + inFlight).map((n) => addNamespace(core, `pr-bench-${n}`)));
+  for (let i = 0; i < indexes.length; i += inFlight)
+    await Promise.all(indexes.slice(i, i + inFlight).map((n) => addNamespace(core, `pr-bench-${n}`)));
 }
 
 interface Row {
@@ -125,21 +134,45 @@ async function configMapBytes(core: k8s.CoreV1Api): Promise<number> {
 }
 
 /** One measured sync; `added` is the namespace whose routes it must add (none: it must change nothing). */
-async function measureSync(stack: Awaited<ReturnType<typeof openStack>>, audit: AuditCounter, core: k8s.CoreV1Api, namespaces: number, step: string, added?: string): Promise<Row> {
+async function measureSync(
+  stack: Awaited<ReturnType<typeof openStack>>,
+  audit: AuditCounter,
+  core: k8s.CoreV1Api,
+  namespaces: number,
+  step: string,
+  added?: string,
+): Promise<Row> {
   audit.take();
   const start = performance.now();
   const result: SyncResult = await syncRoutes(stack, { log: (line) => console.error(line) });
   const ms = performance.now() - start;
   const counted = audit.take();
   const changes = [...result.added, ...result.removed, ...result.changed];
-  if (!added !== result.unchanged) throw new Error(`${step} at ${namespaces} namespaces: expected ${added ? "a write and a record" : "no engine run"}, got the other`);
-  const expected = added ? result.added.length > 0 && changes.every((line) => line.startsWith(`${added}/`)) : changes.length === 0;
-  if (!expected) throw new Error(`${step} at ${namespaces} namespaces: expected ${added ? `only ${added}'s routes added` : "no change"}, the sync reported:\n${changes.join("\n")}`);
-  const time = result.unchanged ? `${seconds(ms)} (no engine run)` : `live ${seconds(result.liveSeconds * 1000)}, state ${seconds(result.recordedSeconds! * 1000)}`;
+  if (!added !== result.unchanged)
+    throw new Error(
+      `${step} at ${namespaces} namespaces: expected ${added ? "a write and a record" : "no engine run"}, got the other`,
+    );
+  const expected = added
+    ? result.added.length > 0 && changes.every((line) => line.startsWith(`${added}/`))
+    : changes.length === 0;
+  if (!expected)
+    throw new Error(
+      `${step} at ${namespaces} namespaces: expected ${added ? `only ${added}'s routes added` : "no change"}, the sync reported:\n${changes.join("\n")}`,
+    );
+  const time = result.unchanged
+    ? `${seconds(ms)} (no engine run)`
+    : `live ${seconds(result.liveSeconds * 1000)}, state ${seconds(result.recordedSeconds! * 1000)}`;
   const breakdown = Object.entries(result.steps)
     .map(([k, v]) => `${k} ${seconds(v!)}`)
     .join(", ");
-  return { namespaces, step, time, requests: counted.total, top: `${breakdown}; ${top(counted.byKind)}`, configMapBytes: await configMapBytes(core) };
+  return {
+    namespaces,
+    step,
+    time,
+    requests: counted.total,
+    top: `${breakdown}; ${top(counted.byKind)}`,
+    configMapBytes: await configMapBytes(core),
+  };
 }
 
 /**
@@ -147,28 +180,61 @@ async function measureSync(stack: Awaited<ReturnType<typeof openStack>>, audit: 
  * ConfigMaps of the namespace, so its requests are not counted) and calls
  * `onChange` with their data whenever either changes.
  */
-async function watchConfigMaps(cluster: LocalCluster, admin: k8s.KubeConfig, onChange: (data: Record<string, string>) => void): Promise<() => void> {
+async function watchConfigMaps(
+  cluster: LocalCluster,
+  admin: k8s.KubeConfig,
+  onChange: (data: Record<string, string>) => void,
+): Promise<() => void> {
   const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
   const rule = { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] };
-  await rbac.createNamespacedRole({ namespace: "default", body: { metadata: { name: "bench-configmap-reader" }, rules: [rule] } }).catch(() => undefined);
+  await rbac
+    .createNamespacedRole({
+      namespace: "default",
+      body: { metadata: { name: "bench-configmap-reader" }, rules: [rule] },
+    })
+    .catch(() => undefined);
   await rbac
     .createNamespacedRoleBinding({
       namespace: "default",
-      body: { metadata: { name: "bench-configmap-reader" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "bench-configmap-reader" }, subjects: [{ kind: "User", name: "restricted-user", apiGroup: "rbac.authorization.k8s.io" }] },
+      body: {
+        metadata: { name: "bench-configmap-reader" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "bench-configmap-reader" },
+        subjects: [{ kind: "User", name: "restricted-user", apiGroup: "rbac.authorization.k8s.io" }],
+      },
     })
     .catch(() => undefined);
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(cluster.restrictedKubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const informer = new k8s.ListWatch<k8s.V1ConfigMap>("/api/v1/namespaces/default/configmaps", new k8s.Watch(kc), () => core.listNamespacedConfigMap({ namespace: "default" }), false);
-  const all = () => Object.assign({}, ...["gateway-xds", "internal-gateway-xds"].map((name) => Object.fromEntries(Object.entries(informer.get(name, "default")?.data ?? {}).map(([k, v]) => [`${name}/${k}`, v])))) as Record<string, string>;
+  const informer = new k8s.ListWatch<k8s.V1ConfigMap>(
+    "/api/v1/namespaces/default/configmaps",
+    new k8s.Watch(kc),
+    () => core.listNamespacedConfigMap({ namespace: "default" }),
+    false,
+  );
+  const all = () =>
+    Object.assign(
+      {},
+      ...["gateway-xds", "internal-gateway-xds"].map((name) =>
+        Object.fromEntries(
+          Object.entries(informer.get(name, "default")?.data ?? {}).map(([k, v]) => [`${name}/${k}`, v]),
+        ),
+      ),
+    ) as Record<string, string>;
   informer.on(k8s.CHANGE, () => onChange(all()));
   await informer.start();
   return () => void informer.stop();
 }
 
 /** sync-routes --watch, and 10 namespaces one after another: each one's time until both ConfigMaps route it. */
-async function measureWatch(program: ProgramStack, cluster: LocalCluster, audit: AuditCounter, core: k8s.CoreV1Api, admin: k8s.KubeConfig, n: number): Promise<Row> {
+async function measureWatch(
+  program: ProgramStack,
+  cluster: LocalCluster,
+  audit: AuditCounter,
+  core: k8s.CoreV1Api,
+  admin: k8s.KubeConfig,
+  n: number,
+): Promise<Row> {
   const child = program.spawnScript("sync-routes", ["--watch"]);
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d));
@@ -177,7 +243,8 @@ async function measureWatch(program: ProgramStack, cluster: LocalCluster, audit:
   const waitFor = async (what: string, test: () => boolean, ms: number) => {
     const deadline = Date.now() + ms;
     while (!test()) {
-      if (Date.now() > deadline) throw new Error(`watch at ${n} namespaces: no ${what} within ${ms} ms; sync-routes printed:\n${out}`);
+      if (Date.now() > deadline)
+        throw new Error(`watch at ${n} namespaces: no ${what} within ${ms} ms; sync-routes printed:\n${out}`);
       await new Promise((r) => setTimeout(r, 10));
     }
   };
@@ -187,7 +254,7 @@ async function measureWatch(program: ProgramStack, cluster: LocalCluster, audit:
   try {
     await waitFor("start", () => /watching namespaces/.test(out), 120_000);
     // What the watch does first (what changed while nothing watched) is not measured: wait until it has been quiet for 3 s.
-    for (let seen = out.length, since = Date.now(); Date.now() - since < 3000; ) {
+    for (let seen = out.length, since = Date.now(); Date.now() - since < 3000;) {
       await new Promise((r) => setTimeout(r, 100));
       if (out.length !== seen) [seen, since] = [out.length, Date.now()];
     }
@@ -198,12 +265,22 @@ async function measureWatch(program: ProgramStack, cluster: LocalCluster, audit:
       const route = `"path_separated_prefix":"/${namespace}/web"`;
       const start = performance.now();
       await addNamespace(core, namespace);
-      await waitFor(`route of ${namespace}`, () => (data["gateway-xds/rds.yaml"] ?? "").includes(route) && (data["internal-gateway-xds/rds.yaml"] ?? "").includes(route), 30_000);
+      await waitFor(
+        `route of ${namespace}`,
+        () =>
+          (data["gateway-xds/rds.yaml"] ?? "").includes(route) &&
+          (data["internal-gateway-xds/rds.yaml"] ?? "").includes(route),
+        30_000,
+      );
       latencies.push(performance.now() - start);
       await new Promise((r) => setTimeout(r, 1500));
     }
     // Until the state records the last of them: every request the events cost.
-    await waitFor("the last record", () => new RegExp(`pr-watch-${n}-9/web[\\s\\S]*recorded in the stack's state`).test(out.slice(from)), 300_000);
+    await waitFor(
+      "the last record",
+      () => new RegExp(`pr-watch-${n}-9/web[\\s\\S]*recorded in the stack's state`).test(out.slice(from)),
+      300_000,
+    );
   } finally {
     stop();
     child.kill("SIGTERM");
@@ -250,7 +327,14 @@ async function bench(cluster: LocalCluster, sizes: number[]): Promise<Row[]> {
       const counted = audit.take();
       const discovered = Object.keys(found.devNamespaces).filter((ns) => ns.startsWith("pr-bench-")).length;
       if (discovered !== n) throw new Error(`discovery at ${n} namespaces found ${discovered}`);
-      rows.push({ namespaces: n, step: "discovery", time: seconds(ms), requests: counted.total, top: top(counted.byKind), configMapBytes: await configMapBytes(core) });
+      rows.push({
+        namespaces: n,
+        step: "discovery",
+        time: seconds(ms),
+        requests: counted.total,
+        top: top(counted.byKind),
+        configMapBytes: await configMapBytes(core),
+      });
 
       console.error(`${n} namespaces: sync after adding one ...`);
       rows.push(await measureSync(stack, audit, core, n, "sync: +1 ns", `pr-bench-${n - 1}`));
@@ -276,7 +360,10 @@ function print(rows: Row[]): void {
     r.top,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : i <= 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : i <= 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join("  ");
   console.log(line(header));
   for (const row of table) console.log(line(row));
   const ratio = (step: string) => {
@@ -287,7 +374,10 @@ function print(rows: Row[]): void {
   if (sizes.length > 1) {
     console.log(
       `\n${sizes[sizes.length - 1]} vs ${sizes[0]} namespaces: API requests per sync ${ratio("sync: +1 ns")}, per no-change sync ${ratio("sync: no change")}, ` +
-        `per watched namespace ${ratio("watch: +1 ns (10)")}; discovery requests ${rows.filter((r) => r.step === "discovery").map((r) => r.requests).join(" / ")}`,
+        `per watched namespace ${ratio("watch: +1 ns (10)")}; discovery requests ${rows
+          .filter((r) => r.step === "discovery")
+          .map((r) => r.requests)
+          .join(" / ")}`,
     );
   }
 }

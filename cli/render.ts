@@ -15,7 +15,8 @@ import { locatedInFile, readNamespacesSource } from "../routing/namespaces.js";
 import { renderGateways } from "../routing/render.js";
 import { buildRoutingTable, tableCounts, type DevNamespaces } from "../routing/table.js";
 
-const USAGE = "usage: npm run render -- --stack <name> --out <dir> [--namespaces <file>] [--project-dir <dir with Pulumi.<name>.yaml>]";
+const USAGE =
+  "usage: npm run render -- --stack <name> --out <dir> [--namespaces <file>] [--project-dir <dir with Pulumi.<name>.yaml>]";
 
 /** A problem with where the output goes: one line, nothing written. */
 class OutputError extends Error {}
@@ -31,7 +32,13 @@ export function renderCommand(argv: string[], io: Io = console): number {
   try {
     args = parseArgs({
       args: argv,
-      options: { stack: { type: "string" }, out: { type: "string" }, namespaces: { type: "string" }, "project-dir": { type: "string" }, help: { type: "boolean" } },
+      options: {
+        stack: { type: "string" },
+        out: { type: "string" },
+        namespaces: { type: "string" },
+        "project-dir": { type: "string" },
+        help: { type: "boolean" },
+      },
     }).values;
   } catch (e) {
     io.error(`render: ${(e as Error).message}\n${USAGE}`);
@@ -48,7 +55,9 @@ export function renderCommand(argv: string[], io: Io = console): number {
   const root = resolve(args["project-dir"] ?? join(__dirname, ".."));
   const stackFile = join(root, `Pulumi.${args.stack}.yaml`);
   if (!existsSync(stackFile)) {
-    io.error(`render: --stack ${JSON.stringify(args.stack)}: no stack file ${stackFile} (stacks are Pulumi.<name>.yaml in ${root})`);
+    io.error(
+      `render: --stack ${JSON.stringify(args.stack)}: no stack file ${stackFile} (stacks are Pulumi.<name>.yaml in ${root})`,
+    );
     return 2;
   }
   try {
@@ -65,9 +74,14 @@ export function renderCommand(argv: string[], io: Io = console): number {
       }
     } else table = buildRoutingTable(config, namespaces);
     const gateways = renderGateways(config, table);
-    writeAtomically(resolve(args.out), gateways.map((g) => ({ dir: g.gateway, files: { ...g.bootstrap, ...g.xds } })));
+    writeAtomically(
+      resolve(args.out),
+      gateways.map((g) => ({ dir: g.gateway, files: { ...g.bootstrap, ...g.xds } })),
+    );
     const counts = tableCounts(table);
-    io.log(`rendered ${gateways.map((g) => g.gateway).join(" and ")} for stack ${args.stack}: ${counts.production} production services, ${counts.dev} dev routes in ${counts.namespaces} namespaces -> ${args.out}`);
+    io.log(
+      `rendered ${gateways.map((g) => g.gateway).join(" and ")} for stack ${args.stack}: ${counts.production} production services, ${counts.dev} dev routes in ${counts.namespaces} namespaces -> ${args.out}`,
+    );
     return 0;
   } catch (e) {
     if (e instanceof InputError) {
@@ -90,9 +104,16 @@ export function renderCommand(argv: string[], io: Io = console): number {
 function writeAtomically(out: string, dirs: { dir: string; files: Record<string, string> }[]): void {
   const ours = new Set(dirs.map((d) => d.dir));
   if (existsSync(out)) {
-    if (!statSync(out).isDirectory()) throw new OutputError("is a file, not a directory; give a new or empty directory, or an earlier render's");
+    if (!statSync(out).isDirectory())
+      throw new OutputError("is a file, not a directory; give a new or empty directory, or an earlier render's");
     const entries = readdirSync(out);
-    if (!entries.every((e) => ours.has(e))) throw new OutputError(`holds other files (${entries.filter((e) => !ours.has(e)).slice(0, 3).join(", ")}); give a new or empty directory, or an earlier render's`);
+    if (!entries.every((e) => ours.has(e)))
+      throw new OutputError(
+        `holds other files (${entries
+          .filter((e) => !ours.has(e))
+          .slice(0, 3)
+          .join(", ")}); give a new or empty directory, or an earlier render's`,
+      );
   }
   let staging: string | undefined;
   try {

@@ -16,12 +16,21 @@ import { shiftTable, type ShiftRow } from "../routing/shift-report.js";
 import { routeId } from "../routing/names.js";
 import { reverseShift, shiftFromSpec } from "../routing/shifts.js";
 
-const USAGE = "usage: npm run shifts -- --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
+const USAGE =
+  "usage: npm run shifts -- --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
 
 async function main(): Promise<number> {
   let values;
   try {
-    values = parseArgs({ options: { stack: { type: "string" }, all: { type: "boolean" }, reverse: { type: "string" }, "project-dir": { type: "string" }, help: { type: "boolean" } } }).values;
+    values = parseArgs({
+      options: {
+        stack: { type: "string" },
+        all: { type: "boolean" },
+        reverse: { type: "string" },
+        "project-dir": { type: "string" },
+        help: { type: "boolean" },
+      },
+    }).values;
   } catch (e) {
     console.error(`shifts: ${(e as Error).message}\n${USAGE}`);
     return 2;
@@ -30,27 +39,38 @@ async function main(): Promise<number> {
     (values.help ? console.log : console.error)(values.help ? USAGE : `shifts: --stack is required\n${USAGE}`);
     return values.help ? 0 : 2;
   }
-  if (values.reverse !== undefined && !/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(values.reverse)) {
-    console.error(`shifts: --reverse ${JSON.stringify(values.reverse)}: must be a production service (batch) or a dev/PR service as <namespace>/<service> (pr-1234/web)\n${USAGE}`);
+  if (
+    values.reverse !== undefined &&
+    !/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(values.reverse)
+  ) {
+    console.error(
+      `shifts: --reverse ${JSON.stringify(values.reverse)}: must be a production service (batch) or a dev/PR service as <namespace>/<service> (pr-1234/web)\n${USAGE}`,
+    );
     return 2;
   }
   const stack = await openStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
   const { config, kubeconfig } = await stackConfigOf(stack);
   const now = new Date();
-  const rows: ShiftRow[] = config.shifts.map((s) => ({ id: routeId(config.namespace, s.service), shift: shiftFromSpec(s.service, s) }));
+  const rows: ShiftRow[] = config.shifts.map((s) => ({
+    id: routeId(config.namespace, s.service),
+    shift: shiftFromSpec(s.service, s),
+  }));
   const kc = loadKubeConfig(kubeconfig);
   const listed = await listRoutedObjects(kc, config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
   const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
   for (const [ns, services] of Object.entries(found.devNamespaces)) {
     for (const s of services) {
-      if (typeof s !== "string") for (const spec of s.shifts ?? []) rows.push({ id: routeId(ns, s.name), shift: shiftFromSpec(s.name, spec) });
+      if (typeof s !== "string")
+        for (const spec of s.shifts ?? []) rows.push({ id: routeId(ns, s.name), shift: shiftFromSpec(s.name, spec) });
     }
   }
   for (const p of found.problems) console.error(`warning: ${p.key} ${p.message}`);
 
   if (values.reverse) {
     const target = values.reverse.includes("/") ? values.reverse : routeId(config.namespace, values.reverse);
-    const row = rows.filter((r) => r.id === target).sort((a, b) => b.shift.start.getTime() - a.shift.start.getTime())[0];
+    const row = rows
+      .filter((r) => r.id === target)
+      .sort((a, b) => b.shift.start.getTime() - a.shift.start.getTime())[0];
     if (!row) {
       console.error(`no traffic shift of ${target} (shifts: ${rows.map((r) => r.id).join(", ") || "none"})`);
       return 1;
@@ -65,21 +85,36 @@ async function main(): Promise<number> {
     const at = reversed.reversedAt!.toISOString();
     const [namespace, service] = target.split("/") as [string, string];
     if (namespace === config.namespace) {
-      const index = config.shifts.findIndex((s) => s.service === service && new Date(s.start).getTime() === row.shift.start.getTime());
+      const index = config.shifts.findIndex(
+        (s) => s.service === service && new Date(s.start).getTime() === row.shift.start.getTime(),
+      );
       await stack.setConfig(`envoy-gateways:shifts[${index}].reversed`, { value: at }, true);
-      console.log(`reversed the shift of ${target} at ${at} in the stack config (Pulumi.${values.stack}.yaml); run \`pulumi up\` (or sync-routes) to apply it`);
+      console.log(
+        `reversed the shift of ${target} at ${at} in the stack config (Pulumi.${values.stack}.yaml); run \`pulumi up\` (or sync-routes) to apply it`,
+      );
     } else {
-      const svc = listed.services.find((s) => s.metadata?.namespace === namespace && s.metadata?.labels?.[LABEL.service] === service && s.metadata?.labels?.[LABEL.version] === row.shift.to);
+      const svc = listed.services.find(
+        (s) =>
+          s.metadata?.namespace === namespace &&
+          s.metadata?.labels?.[LABEL.service] === service &&
+          s.metadata?.labels?.[LABEL.version] === row.shift.to,
+      );
       const core = kc.makeApiClient(k8s.CoreV1Api);
       try {
         await core.patchNamespacedService(
-          { name: svc!.metadata!.name!, namespace, body: { metadata: { annotations: { [SHIFT_ANNOTATION.reversed]: at } } } },
+          {
+            name: svc!.metadata!.name!,
+            namespace,
+            body: { metadata: { annotations: { [SHIFT_ANNOTATION.reversed]: at } } },
+          },
           k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
         );
       } catch (e) {
         throw describeKubeError(kc, `annotating Service ${namespace}/${svc?.metadata?.name}`, e);
       }
-      console.log(`reversed the shift of ${target} at ${at} (annotated Service ${namespace}/${svc!.metadata!.name}); sync-routes applies it`);
+      console.log(
+        `reversed the shift of ${target} at ${at} (annotated Service ${namespace}/${svc!.metadata!.name}); sync-routes applies it`,
+      );
     }
     return 0;
   }

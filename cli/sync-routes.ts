@@ -15,12 +15,16 @@ import { report, syncRoutes } from "../route-sync/sync.js";
 import { watchRoutes } from "../route-sync/watch.js";
 import { parseDuration } from "../routing/units.js";
 
-const USAGE = "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
+const USAGE =
+  "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
 
 /** A flag's duration in milliseconds, or an error naming the flag, the value and what is allowed. */
 function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], example: string): number {
   const ms = parseDuration(text, units);
-  if (ms === undefined) throw new UsageError(`--${flag} ${JSON.stringify(text)}: must be a whole number with a unit (${units.join(", ")}), such as ${example}`);
+  if (ms === undefined)
+    throw new UsageError(
+      `--${flag} ${JSON.stringify(text)}: must be a whole number with a unit (${units.join(", ")}), such as ${example}`,
+    );
   return ms;
 }
 
@@ -36,16 +40,18 @@ function parseFlags<T>(parse: () => T): T {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseFlags(() => parseArgs({
-    options: {
-      stack: { type: "string" },
-      watch: { type: "boolean" },
-      debounce: { type: "string", default: "300ms" },
-      "lock-wait": { type: "string", default: "15m" },
-      "project-dir": { type: "string" },
-      help: { type: "boolean" },
-    },
-  }));
+  const { values } = parseFlags(() =>
+    parseArgs({
+      options: {
+        stack: { type: "string" },
+        watch: { type: "boolean" },
+        debounce: { type: "string", default: "300ms" },
+        "lock-wait": { type: "string", default: "15m" },
+        "project-dir": { type: "string" },
+        help: { type: "boolean" },
+      },
+    }),
+  );
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -61,15 +67,20 @@ async function main(): Promise<number> {
       for (const line of report(await syncRoutes(stack, { log, lock }))) console.log(line);
       return 0;
     } catch (e) {
-      console.error(`sync-routes: stack ${values.stack}: failed; the xDS ConfigMaps keep their content:\n${engineErrorLines(e)}`);
+      console.error(
+        `sync-routes: stack ${values.stack}: failed; the xDS ConfigMaps keep their content:\n${engineErrorLines(e)}`,
+      );
       return 1;
     }
   }
   const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
-  if (state.length === 0) throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
+  if (state.length === 0)
+    throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
   // While a traffic shift moves, weights change with time alone: re-render every 10 s.
   const watcher = watchRoutes(stack, { sync, state }, { debounceMs, resyncMs: 10_000, lock, log });
-  log(`watching namespaces labelled ${sync.config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`);
+  log(
+    `watching namespaces labelled ${sync.config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`,
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -29,8 +29,22 @@ export interface EnvoyGatewayArgs {
  * Names of a gateway's Kubernetes objects. The bootstrap ConfigMap's name ends with
  * its content's checksum (`<gateway>-bootstrap-<10 hex>`, see bootstrapConfigMapName).
  */
-export function gatewayObjectNames(gateway: string): { bootstrap: string; xds: string; serviceAccount: string; deployment: string; service: string; pods: string } {
-  return { bootstrap: `${gateway}-bootstrap`, xds: `${gateway}-xds`, serviceAccount: gateway, deployment: gateway, service: gateway, pods: gatewayPodsService(gateway) };
+export function gatewayObjectNames(gateway: string): {
+  bootstrap: string;
+  xds: string;
+  serviceAccount: string;
+  deployment: string;
+  service: string;
+  pods: string;
+} {
+  return {
+    bootstrap: `${gateway}-bootstrap`,
+    xds: `${gateway}-xds`,
+    serviceAccount: gateway,
+    deployment: gateway,
+    service: gateway,
+    pods: gatewayPodsService(gateway),
+  };
 }
 
 /**
@@ -67,23 +81,59 @@ export class EnvoyGateway extends pulumi.ComponentResource {
     const annotations = args.skipAwait ? { "pulumi.com/skipAwait": "true" } : undefined;
     const meta = (objectName: string) => ({ name: objectName, namespace: args.namespace, labels, annotations });
 
-    const serviceAccount = new k8s.core.v1.ServiceAccount(name, { metadata: meta(names.serviceAccount), automountServiceAccountToken: false }, child);
-    const bootstrap = new k8s.core.v1.ConfigMap(`${name}-bootstrap`, { metadata: meta(bootstrapConfigMapName(args.gateway, args.files)), data: args.files.bootstrap }, child);
-    this.xdsConfigMap = new k8s.core.v1.ConfigMap(`${name}-xds`, { metadata: meta(names.xds), data: args.files.xds }, { ...child, ignoreChanges: ["data"] });
+    const serviceAccount = new k8s.core.v1.ServiceAccount(
+      name,
+      { metadata: meta(names.serviceAccount), automountServiceAccountToken: false },
+      child,
+    );
+    const bootstrap = new k8s.core.v1.ConfigMap(
+      `${name}-bootstrap`,
+      { metadata: meta(bootstrapConfigMapName(args.gateway, args.files)), data: args.files.bootstrap },
+      child,
+    );
+    this.xdsConfigMap = new k8s.core.v1.ConfigMap(
+      `${name}-xds`,
+      { metadata: meta(names.xds), data: args.files.xds },
+      { ...child, ignoreChanges: ["data"] },
+    );
     this.deployment = new k8s.apps.v1.Deployment(
       name,
       { metadata: meta(names.deployment), spec: deploymentSpec(args, serviceAccount, bootstrap, this.xdsConfigMap) },
       // The HPA owns the replica count once the Deployment exists.
       { ...child, ignoreChanges: ["spec.replicas"] },
     );
-    new k8s.policy.v1.PodDisruptionBudget(name, { metadata: meta(names.deployment), spec: { maxUnavailable: 1, selector: { matchLabels: podLabels(args.gateway) } } }, child);
-    new k8s.autoscaling.v2.HorizontalPodAutoscaler(name, { metadata: meta(names.deployment), spec: autoscalerSpec(args, names.deployment) }, child);
-    this.service = new k8s.core.v1.Service(name, { metadata: { ...meta(names.service), annotations: { ...args.settings.service.annotations, ...annotations } }, spec: serviceSpec(args) }, { ...child, deleteBeforeReplace: true });
+    new k8s.policy.v1.PodDisruptionBudget(
+      name,
+      {
+        metadata: meta(names.deployment),
+        spec: { maxUnavailable: 1, selector: { matchLabels: podLabels(args.gateway) } },
+      },
+      child,
+    );
+    new k8s.autoscaling.v2.HorizontalPodAutoscaler(
+      name,
+      { metadata: meta(names.deployment), spec: autoscalerSpec(args, names.deployment) },
+      child,
+    );
+    this.service = new k8s.core.v1.Service(
+      name,
+      {
+        metadata: { ...meta(names.service), annotations: { ...args.settings.service.annotations, ...annotations } },
+        spec: serviceSpec(args),
+      },
+      { ...child, deleteBeforeReplace: true },
+    );
     // Each Envoy resolves this one (its bootstrap's local cluster) to count the gateway's ready pods
     // and take its share of every service-wide rate limit, whatever the autoscaler does.
     new k8s.core.v1.Service(`${name}-pods`, { metadata: meta(names.pods), spec: podsServiceSpec(args) }, child);
-    this.address = this.service.status.apply((s) => s?.loadBalancer?.ingress?.[0]?.ip ?? s?.loadBalancer?.ingress?.[0]?.hostname);
-    this.registerOutputs({ xdsConfigMap: this.xdsConfigMap.metadata.name, service: this.service.metadata.name, address: this.address });
+    this.address = this.service.status.apply(
+      (s) => s?.loadBalancer?.ingress?.[0]?.ip ?? s?.loadBalancer?.ingress?.[0]?.hostname,
+    );
+    this.registerOutputs({
+      xdsConfigMap: this.xdsConfigMap.metadata.name,
+      service: this.service.metadata.name,
+      address: this.address,
+    });
   }
 }
 
@@ -139,16 +189,33 @@ function deploymentSpec(
         serviceAccountName: serviceAccount.metadata.name,
         automountServiceAccountToken: false,
         terminationGracePeriodSeconds: drain + 15,
-        securityContext: { runAsNonRoot: true, runAsUser: 101, runAsGroup: 101, fsGroup: 101, seccompProfile: { type: "RuntimeDefault" } },
+        securityContext: {
+          runAsNonRoot: true,
+          runAsUser: 101,
+          runAsGroup: 101,
+          fsGroup: 101,
+          seccompProfile: { type: "RuntimeDefault" },
+        },
         affinity: {
           podAntiAffinity: {
             preferredDuringSchedulingIgnoredDuringExecution: [
-              { weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: podLabels(args.gateway) } } },
+              {
+                weight: 100,
+                podAffinityTerm: {
+                  topologyKey: "kubernetes.io/hostname",
+                  labelSelector: { matchLabels: podLabels(args.gateway) },
+                },
+              },
             ],
           },
         },
         topologySpreadConstraints: [
-          { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: podLabels(args.gateway) } },
+          {
+            maxSkew: 1,
+            topologyKey: "topology.kubernetes.io/zone",
+            whenUnsatisfiable: "ScheduleAnyway",
+            labelSelector: { matchLabels: podLabels(args.gateway) },
+          },
         ],
         containers: [
           {
@@ -156,14 +223,20 @@ function deploymentSpec(
             image: args.image,
             command: ["/usr/local/bin/envoy"],
             args: [
-              "--config-path", `${POD_PATHS.bootstrapDir}/envoy.yaml`,
-              "--service-node", "$(POD_NAME)",
-              "--concurrency", String(workers),
+              "--config-path",
+              `${POD_PATHS.bootstrapDir}/envoy.yaml`,
+              "--service-node",
+              "$(POD_NAME)",
+              "--concurrency",
+              String(workers),
               "--reject-unknown-dynamic-fields",
               "--disable-hot-restart",
-              "--drain-time-s", String(drain),
-              "--drain-strategy", "immediate",
-              "--log-level", "info",
+              "--drain-time-s",
+              String(drain),
+              "--drain-strategy",
+              "immediate",
+              "--log-level",
+              "info",
             ],
             env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
             ports: [
@@ -174,7 +247,12 @@ function deploymentSpec(
             ],
             resources: { requests: { ...s.resources.requests }, limits: { ...s.resources.limits } },
             readinessProbe: { httpGet: { path: "/ready", port: "health" }, periodSeconds: 5, failureThreshold: 2 },
-            livenessProbe: { tcpSocket: { port: "health" }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 },
+            livenessProbe: {
+              tcpSocket: { port: "health" },
+              initialDelaySeconds: 10,
+              periodSeconds: 10,
+              failureThreshold: 3,
+            },
             startupProbe: { httpGet: { path: "/ready", port: "health" }, periodSeconds: 2, failureThreshold: 60 },
             lifecycle: { preStop: { exec: { command: drainCommand(ports.admin, drain) } } },
             securityContext: {
@@ -207,15 +285,25 @@ function deploymentSpec(
   };
 }
 
-function autoscalerSpec(args: EnvoyGatewayArgs, deployment: string): k8s.types.input.autoscaling.v2.HorizontalPodAutoscalerSpec {
+function autoscalerSpec(
+  args: EnvoyGatewayArgs,
+  deployment: string,
+): k8s.types.input.autoscaling.v2.HorizontalPodAutoscalerSpec {
   const s = args.settings;
   return {
     scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: deployment },
     minReplicas: s.replicas,
     maxReplicas: s.maxReplicas ?? s.replicas * 3,
-    metrics: [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: s.targetCpuUtilization } } }],
+    metrics: [
+      {
+        type: "Resource",
+        resource: { name: "cpu", target: { type: "Utilization", averageUtilization: s.targetCpuUtilization } },
+      },
+    ],
     // Scale down slowly: drained pods take their connections with them.
-    behavior: { scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: "Pods", value: 1, periodSeconds: 60 }] } },
+    behavior: {
+      scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: "Pods", value: 1, periodSeconds: 60 }] },
+    },
   };
 }
 

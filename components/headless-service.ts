@@ -43,7 +43,13 @@ export class HeadlessService extends pulumi.ComponentResource {
     const labels = {
       [LABEL.managedBy]: MANAGED_BY,
       [LABEL.component]: "routed-service",
-      ...routingLabels({ service: args.logicalName ?? args.serviceName, version: args.version, weight: args.weight ?? 100, replicas: args.replicas, websocket: args.websocket ?? false }),
+      ...routingLabels({
+        service: args.logicalName ?? args.serviceName,
+        version: args.version,
+        weight: args.weight ?? 100,
+        replicas: args.replicas,
+        websocket: args.websocket ?? false,
+      }),
     };
     this.service = new k8s.core.v1.Service(
       name,
@@ -60,9 +66,23 @@ export class HeadlessService extends pulumi.ComponentResource {
       { ...child, deleteBeforeReplace: true },
     );
     if (args.image) {
-      this.deployment = new k8s.apps.v1.Deployment(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations }, spec: serviceWorkloadSpec({ name: args.serviceName, image: args.image!, replicas: args.replicas }, selector) }, child);
+      this.deployment = new k8s.apps.v1.Deployment(
+        name,
+        {
+          metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations },
+          spec: serviceWorkloadSpec({ name: args.serviceName, image: args.image!, replicas: args.replicas }, selector),
+        },
+        child,
+      );
       if (args.replicas > 1) {
-        new k8s.policy.v1.PodDisruptionBudget(name, { metadata: { name: args.serviceName, namespace: args.namespace, labels }, spec: { maxUnavailable: 1, selector: { matchLabels: selector } } }, child);
+        new k8s.policy.v1.PodDisruptionBudget(
+          name,
+          {
+            metadata: { name: args.serviceName, namespace: args.namespace, labels },
+            spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
+          },
+          child,
+        );
       }
     }
     this.registerOutputs({ service: this.service.metadata.name });
@@ -86,7 +106,10 @@ export function podTlsSecretName(serviceName: string): string {
  * <service>-tls, hardened, rolling without losing capacity. Plain data, so the
  * e2e stand-in pods run exactly what the program declares.
  */
-export function serviceWorkloadSpec(service: { name: string; image: string; replicas: number }, selector: Record<string, string>): k8s.types.input.apps.v1.DeploymentSpec {
+export function serviceWorkloadSpec(
+  service: { name: string; image: string; replicas: number },
+  selector: Record<string, string>,
+): k8s.types.input.apps.v1.DeploymentSpec {
   return {
     replicas: service.replicas,
     selector: { matchLabels: selector },
@@ -101,7 +124,11 @@ export function serviceWorkloadSpec(service: { name: string; image: string; repl
             image: service.image,
             ports: [{ name: "https", containerPort: UPSTREAM_PORT }],
             readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
-            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
+            securityContext: {
+              allowPrivilegeEscalation: false,
+              readOnlyRootFilesystem: true,
+              capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+            },
             volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
           },
         ],

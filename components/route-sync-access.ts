@@ -23,8 +23,14 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
     super("envoy-gateways:rbac:RouteSyncAccess", name, {}, opts);
     const child = { parent: this };
     const labels = { [LABEL.managedBy]: MANAGED_BY, [LABEL.component]: "route-sync" };
-    this.serviceAccount = new k8s.core.v1.ServiceAccount(name, { metadata: { name: "envoy-gateways-route-sync", namespace: args.namespace, labels } }, child);
-    const subjects = args.subjects ?? [{ kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: args.namespace }];
+    this.serviceAccount = new k8s.core.v1.ServiceAccount(
+      name,
+      { metadata: { name: "envoy-gateways-route-sync", namespace: args.namespace, labels } },
+      child,
+    );
+    const subjects = args.subjects ?? [
+      { kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: args.namespace },
+    ];
     const discover = new k8s.rbac.v1.ClusterRole(
       `${name}-discover`,
       {
@@ -35,7 +41,11 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
     );
     new k8s.rbac.v1.ClusterRoleBinding(
       `${name}-discover`,
-      { metadata: { name: "envoy-gateways-route-sync-discover", labels }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: discover.metadata.name }, subjects },
+      {
+        metadata: { name: "envoy-gateways-route-sync-discover", labels },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: discover.metadata.name },
+        subjects,
+      },
       child,
     );
     const write = new k8s.rbac.v1.Role(
@@ -52,7 +62,11 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
     );
     new k8s.rbac.v1.RoleBinding(
       `${name}-write`,
-      { metadata: { name: "envoy-gateways-route-sync-write", namespace: args.namespace, labels }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: write.metadata.name }, subjects },
+      {
+        metadata: { name: "envoy-gateways-route-sync-write", namespace: args.namespace, labels },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: write.metadata.name },
+        subjects,
+      },
       child,
     );
     this.registerOutputs({ serviceAccount: this.serviceAccount.metadata.name });

@@ -31,7 +31,9 @@ function routesCore(): typeof Core {
   const project = process.cwd();
   const core = path.join(project, "routes-provider", "core.ts");
   if (!fs.existsSync(core)) {
-    throw new Error(`the routes provider runs in the envoy-gateways project directory, but ${project} has no routes-provider/core.ts: run pulumi from a checkout of the project`);
+    throw new Error(
+      `the routes provider runs in the envoy-gateways project directory, but ${project} has no routes-provider/core.ts: run pulumi from a checkout of the project`,
+    );
   }
   const registered = Symbol.for("envoy-gateways.tsx-registered");
   const host = globalThis as { [registered]?: boolean };

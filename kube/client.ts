@@ -20,13 +20,25 @@ export function describeKubeError(kc: k8s.KubeConfig, action: string, e: unknown
   if (e instanceof k8s.ApiException) {
     const body = typeof e.body === "string" ? safeJson(e.body) : e.body;
     const reason = (body as { message?: string } | undefined)?.message ?? String(e.message).split("\n")[0];
-    if (e.code === 401) return new Error(`${action}: the API server ${server} did not accept the credentials of ${user} (401 Unauthorized)`);
-    if (e.code === 403) return new Error(`${action}: ${user} is not allowed to (403 Forbidden: ${reason}); grant it the envoy-gateways route-sync role (see README, RBAC)`);
-    if (e.code === 409) return new Error(`${action}: someone else changed it since it was read (409 Conflict: ${reason}); nothing was overwritten, run again`);
+    if (e.code === 401)
+      return new Error(
+        `${action}: the API server ${server} did not accept the credentials of ${user} (401 Unauthorized)`,
+      );
+    if (e.code === 403)
+      return new Error(
+        `${action}: ${user} is not allowed to (403 Forbidden: ${reason}); grant it the envoy-gateways route-sync role (see README, RBAC)`,
+      );
+    if (e.code === 409)
+      return new Error(
+        `${action}: someone else changed it since it was read (409 Conflict: ${reason}); nothing was overwritten, run again`,
+      );
     return new Error(`${action}: the API server answered ${e.code}: ${reason}`);
   }
   const err = e as { name?: string; code?: string; cause?: { code?: string; message?: string }; message?: string };
-  if (err?.name === "TimeoutError") return new Error(`${action}: the Kubernetes API at ${server} did not answer within ${API_TIMEOUT_MS / 1000}s; the request was cancelled`);
+  if (err?.name === "TimeoutError")
+    return new Error(
+      `${action}: the Kubernetes API at ${server} did not answer within ${API_TIMEOUT_MS / 1000}s; the request was cancelled`,
+    );
   const code = err?.cause?.code ?? err?.code;
   if (code) return new Error(`${action}: cannot reach the Kubernetes API at ${server} (${code})`);
   return new Error(`${action}: ${err?.message ?? String(e)}`);
@@ -68,7 +80,11 @@ type ApiMiddleware = NonNullable<ApiOptions["middleware"]>[number];
  * carrying the routing labels, cluster-wide: two requests, whatever the
  * number of namespaces.
  */
-export async function listRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: string, serviceSelector: string): Promise<{ namespaces: NamespaceObject[]; services: ServiceObject[] }> {
+export async function listRoutedObjects(
+  kc: k8s.KubeConfig,
+  namespaceSelector: string,
+  serviceSelector: string,
+): Promise<{ namespaces: NamespaceObject[]; services: ServiceObject[] }> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let namespaces: k8s.V1NamespaceList;
   let services: k8s.V1ServiceList;
@@ -92,11 +108,19 @@ export interface ConfigMapState {
 }
 
 /** A ConfigMap's data and resourceVersion, or undefined when it does not exist. */
-export async function readConfigMap(kc: k8s.KubeConfig, namespace: string, name: string): Promise<ConfigMapState | undefined> {
+export async function readConfigMap(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<ConfigMapState | undefined> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
     const cm = await core.readNamespacedConfigMap({ name, namespace }, withTimeout());
-    return { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? "", annotations: cm.metadata?.annotations ?? {} };
+    return {
+      data: cm.data ?? {},
+      resourceVersion: cm.metadata?.resourceVersion ?? "",
+      annotations: cm.metadata?.annotations ?? {},
+    };
   } catch (e) {
     if (e instanceof k8s.ApiException && e.code === 404) return undefined;
     throw describeKubeError(kc, `reading ConfigMap ${namespace}/${name}`, e);
@@ -121,7 +145,12 @@ export async function applyConfigMapData(
   annotations: Record<string, string>,
 ): Promise<string> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const body = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, resourceVersion, annotations }, data };
+  const body = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace, resourceVersion, annotations },
+    data,
+  };
   try {
     const written = await core.patchNamespacedConfigMap(
       { name, namespace, body, fieldManager: ROUTES_FIELD_MANAGER, force: true },
@@ -140,7 +169,12 @@ export async function applyConfigMapData(
  * volumes then instead of at its next periodic sync (up to a minute or more).
  * Returns how many pods were patched.
  */
-export async function annotatePods(kc: k8s.KubeConfig, namespace: string, labelSelector: string, annotations: Record<string, string>): Promise<number> {
+export async function annotatePods(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  labelSelector: string,
+  annotations: Record<string, string>,
+): Promise<number> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let pods: k8s.V1PodList;
   try {
@@ -154,7 +188,10 @@ export async function annotatePods(kc: k8s.KubeConfig, namespace: string, labelS
     if (!name || pod.metadata?.deletionTimestamp) continue;
     if (Object.entries(annotations).every(([k, v]) => pod.metadata?.annotations?.[k] === v)) continue;
     try {
-      await core.patchNamespacedPod({ name, namespace, body: { metadata: { annotations } } }, withTimeout(k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch)));
+      await core.patchNamespacedPod(
+        { name, namespace, body: { metadata: { annotations } } },
+        withTimeout(k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch)),
+      );
       patched++;
     } catch (e) {
       // A pod deleted meanwhile needs nothing; anything else is a failure.

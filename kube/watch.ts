@@ -24,11 +24,28 @@ export interface WatchCallbacks {
 }
 
 /** Watches the namespaces matching `namespaceSelector` and the Services matching `serviceSelector`, cluster-wide. */
-export function watchRoutedObjects(kc: k8s.KubeConfig, namespaceSelector: string, serviceSelector: string, callbacks: WatchCallbacks): RoutedObjectsWatch {
+export function watchRoutedObjects(
+  kc: k8s.KubeConfig,
+  namespaceSelector: string,
+  serviceSelector: string,
+  callbacks: WatchCallbacks,
+): RoutedObjectsWatch {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const watch = new k8s.Watch(kc);
-  const namespaces = new k8s.ListWatch<k8s.V1Namespace>("/api/v1/namespaces", watch, () => core.listNamespace({ labelSelector: namespaceSelector }, withTimeout()), false, namespaceSelector);
-  const services = new k8s.ListWatch<k8s.V1Service>("/api/v1/services", watch, () => core.listServiceForAllNamespaces({ labelSelector: serviceSelector }, withTimeout()), false, serviceSelector);
+  const namespaces = new k8s.ListWatch<k8s.V1Namespace>(
+    "/api/v1/namespaces",
+    watch,
+    () => core.listNamespace({ labelSelector: namespaceSelector }, withTimeout()),
+    false,
+    namespaceSelector,
+  );
+  const services = new k8s.ListWatch<k8s.V1Service>(
+    "/api/v1/services",
+    watch,
+    () => core.listServiceForAllNamespaces({ labelSelector: serviceSelector }, withTimeout()),
+    false,
+    serviceSelector,
+  );
   let stopped = false;
   const ready = () => namespaces.latestResourceVersion() !== "" && services.latestResourceVersion() !== "";
   let markSynced!: () => void;

@@ -30,7 +30,11 @@ export function kindOf(type: string): string | undefined {
 
 export function refOf(resource: { type: string; props: Record<string, any>; name: string }): ObjectRef {
   const meta = resource.props.metadata ?? {};
-  return { kind: kindOf(resource.type) ?? resource.type, namespace: meta.namespace ?? "default", name: meta.name ?? resource.name };
+  return {
+    kind: kindOf(resource.type) ?? resource.type,
+    namespace: meta.namespace ?? "default",
+    name: meta.name ?? resource.name,
+  };
 }
 
 export function showRef(r: ObjectRef): string {
@@ -38,11 +42,17 @@ export function showRef(r: ObjectRef): string {
 }
 
 export const WORKLOAD_KINDS = new Set(["Deployment", "StatefulSet", "ReplicaSet"]);
-export const AUTOSCALER_TYPES = new Set(["kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kubernetes:autoscaling/v1:HorizontalPodAutoscaler", "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler"]);
+export const AUTOSCALER_TYPES = new Set([
+  "kubernetes:autoscaling/v2:HorizontalPodAutoscaler",
+  "kubernetes:autoscaling/v1:HorizontalPodAutoscaler",
+  "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler",
+]);
 const POD_TEMPLATE_KINDS = new Set(["Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"]);
 
 /** The pod spec of a workload (or a Pod, or a CronJob's job template), if it has one. */
-export function podSpecOf(resource: PolicyResource | { type: string; props: Record<string, any> }): Record<string, any> | undefined {
+export function podSpecOf(
+  resource: PolicyResource | { type: string; props: Record<string, any> },
+): Record<string, any> | undefined {
   const kind = kindOf(resource.type);
   const spec = resource.props.spec;
   if (!kind || !spec) return undefined;
@@ -58,7 +68,10 @@ export function containersOf(pod: Record<string, any>): Record<string, any>[] {
 }
 
 /** A Service selector (equality map) selects pods carrying all its labels. */
-export function selects(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
+export function selects(
+  selector: Record<string, string> | undefined,
+  labels: Record<string, string> | undefined,
+): boolean {
   if (!selector || Object.keys(selector).length === 0) return false;
   return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 }

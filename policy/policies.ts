@@ -1,6 +1,11 @@
 // The policies of the envoy-gateways pack. index.ts only constructs the
 // PolicyPack (which starts a server); tests import these directly.
-import type { PolicyConfigSchema, PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import type {
+  PolicyConfigSchema,
+  PolicyResource,
+  ResourceValidationPolicy,
+  StackValidationPolicy,
+} from "@pulumi/policy";
 import { isPinnedImage } from "../routing/config/schema.js";
 import { validateXdsData } from "../routing/validation/index.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
@@ -56,7 +61,12 @@ const configSchema: PolicyConfigSchema = {
 
 function exemptionFor(settings: PolicySettings, ref: ObjectRef): Exemption | undefined {
   return (settings.exemptions ?? []).find(
-    (e) => e.name === ref.name && (e.namespace ?? "default") === ref.namespace && (e.kind === undefined || e.kind === ref.kind) && typeof e.reason === "string" && e.reason.trim() !== "",
+    (e) =>
+      e.name === ref.name &&
+      (e.namespace ?? "default") === ref.namespace &&
+      (e.kind === undefined || e.kind === ref.kind) &&
+      typeof e.reason === "string" &&
+      e.reason.trim() !== "",
   );
 }
 
@@ -91,25 +101,32 @@ interface Workload {
 /** Workloads with their effective replica count (declared, or an autoscaler's maximum). */
 function workloadsOf(resources: PolicyResource[]): Workload[] {
   const maxByTarget = new Map<string, number>();
-  eachKnownSilently(resources.filter((r) => AUTOSCALER_TYPES.has(r.type)), (hpa) => {
-    const ref = refOf(hpa);
-    const target = hpa.props.spec.scaleTargetRef;
-    maxByTarget.set(`${target.kind}/${ref.namespace}/${target.name}`, hpa.props.spec.maxReplicas);
-  });
+  eachKnownSilently(
+    resources.filter((r) => AUTOSCALER_TYPES.has(r.type)),
+    (hpa) => {
+      const ref = refOf(hpa);
+      const target = hpa.props.spec.scaleTargetRef;
+      maxByTarget.set(`${target.kind}/${ref.namespace}/${target.name}`, hpa.props.spec.maxReplicas);
+    },
+  );
   const out: Workload[] = [];
-  eachKnownSilently(resources.filter((r) => WORKLOAD_KINDS.has(kindOf(r.type) ?? "")), (w) => {
-    const ref = refOf(w);
-    const declared = declaredReplicas(w.props);
-    const max = maxByTarget.get(`${ref.kind}/${ref.namespace}/${ref.name}`);
-    const replicas = Math.max(declared, max ?? 0);
-    out.push({
-      resource: w,
-      ref,
-      replicas,
-      podLabels: w.props.spec?.template?.metadata?.labels ?? {},
-      replicaText: max !== undefined && max > declared ? `an autoscaler allowing up to ${max} replicas` : `${declared} replicas`,
-    });
-  });
+  eachKnownSilently(
+    resources.filter((r) => WORKLOAD_KINDS.has(kindOf(r.type) ?? "")),
+    (w) => {
+      const ref = refOf(w);
+      const declared = declaredReplicas(w.props);
+      const max = maxByTarget.get(`${ref.kind}/${ref.namespace}/${ref.name}`);
+      const replicas = Math.max(declared, max ?? 0);
+      out.push({
+        resource: w,
+        ref,
+        replicas,
+        podLabels: w.props.spec?.template?.metadata?.labels ?? {},
+        replicaText:
+          max !== undefined && max > declared ? `an autoscaler allowing up to ${max} replicas` : `${declared} replicas`,
+      });
+    },
+  );
   return out;
 }
 
@@ -139,8 +156,17 @@ export const multiReplicaWorkloadsHeadless: StackValidationPolicy = {
         const ref = refOf(svc);
         const spec = svc.props.spec ?? {};
         // An entry point from outside: the external load balancer spreads connections over the nodes and pods.
-        if (spec.type === "ExternalName" || spec.type === "LoadBalancer" || spec.type === "NodePort" || exemptionFor(settings, ref)) return;
-        const selected = workloads.filter((w) => w.ref.namespace === ref.namespace && selects(spec.selector, w.podLabels) && !exemptionFor(settings, w.ref));
+        if (
+          spec.type === "ExternalName" ||
+          spec.type === "LoadBalancer" ||
+          spec.type === "NodePort" ||
+          exemptionFor(settings, ref)
+        )
+          return;
+        const selected = workloads.filter(
+          (w) =>
+            w.ref.namespace === ref.namespace && selects(spec.selector, w.podLabels) && !exemptionFor(settings, w.ref),
+        );
         if (selected.length === 0) return;
         // A clusterIP not set to None is allocated by the cluster (unknown during preview): not headless either way.
         let clusterIP: unknown;
@@ -166,13 +192,23 @@ export const multiReplicaWorkloadsHeadless: StackValidationPolicy = {
 function upstreamsOf(configMap: PolicyResource): { cluster: string; host: string; port: number }[] {
   const text = configMap.props.data?.["cds.yaml"];
   if (typeof text !== "string") return [];
-  const doc = parseEnvoyYaml(text) as { resources?: { name?: string; load_assignment?: { endpoints?: { lb_endpoints?: { endpoint?: { address?: { socket_address?: { address?: string; port_value?: number } } } }[] }[] } }[] };
+  const doc = parseEnvoyYaml(text) as {
+    resources?: {
+      name?: string;
+      load_assignment?: {
+        endpoints?: {
+          lb_endpoints?: { endpoint?: { address?: { socket_address?: { address?: string; port_value?: number } } } }[];
+        }[];
+      };
+    }[];
+  };
   const out: { cluster: string; host: string; port: number }[] = [];
   for (const c of doc.resources ?? []) {
     for (const group of c.load_assignment?.endpoints ?? []) {
       for (const e of group.lb_endpoints ?? []) {
         const sa = e.endpoint?.address?.socket_address;
-        if (sa?.address && sa.port_value !== undefined) out.push({ cluster: String(c.name), host: sa.address, port: sa.port_value });
+        if (sa?.address && sa.port_value !== undefined)
+          out.push({ cluster: String(c.name), host: sa.address, port: sa.port_value });
       }
     }
   }
@@ -194,10 +230,13 @@ export const gatewayUpstreamsHeadlessOn443: StackValidationPolicy = {
   validateStack: (args, report) => {
     const settings = args.getConfig<PolicySettings>();
     const services = new Map<string, PolicyResource>();
-    eachKnownSilently(args.resources.filter((r) => r.type === "kubernetes:core/v1:Service"), (s) => {
-      const ref = refOf(s);
-      services.set(`${ref.namespace}/${ref.name}`, s);
-    });
+    eachKnownSilently(
+      args.resources.filter((r) => r.type === "kubernetes:core/v1:Service"),
+      (s) => {
+        const ref = refOf(s);
+        services.set(`${ref.namespace}/${ref.name}`, s);
+      },
+    );
     eachKnown(args.resources.filter(isXdsConfigMap), (cm) => {
       const cmRef = refOf(cm);
       for (const up of upstreamsOf(cm)) {
@@ -212,10 +251,14 @@ export const gatewayUpstreamsHeadlessOn443: StackValidationPolicy = {
         if (spec.clusterIP !== "None") problems.push("is not headless (set spec.clusterIP: None)");
         const port = (spec.ports ?? []).find((p: Record<string, unknown>) => p.port === 443);
         if (!port) problems.push("has no port 443");
-        else if (port.targetPort !== undefined && port.targetPort !== 443) problems.push(`maps port 443 to ${JSON.stringify(port.targetPort)} on the pods, not 443`);
+        else if (port.targetPort !== undefined && port.targetPort !== 443)
+          problems.push(`maps port 443 to ${JSON.stringify(port.targetPort)} on the pods, not 443`);
         if (up.port !== 443) problems.push(`is reached on port ${up.port}, not 443`);
         if (problems.length) {
-          report(`Service ${ref.namespace}/${ref.name}, upstream of cluster ${up.cluster} in ConfigMap ${cmRef.namespace}/${cmRef.name}, ${problems.join(" and ")}.`, svc.urn);
+          report(
+            `Service ${ref.namespace}/${ref.name}, upstream of cluster ${up.cluster} in ConfigMap ${cmRef.namespace}/${cmRef.name}, ${problems.join(" and ")}.`,
+            svc.urn,
+          );
         }
       }
     });
@@ -224,7 +267,8 @@ export const gatewayUpstreamsHeadlessOn443: StackValidationPolicy = {
 
 export const xdsConfigMapsValid: ResourceValidationPolicy = {
   name: "xds-configmaps-valid",
-  description: "The gateways' xDS ConfigMaps (cds.yaml, rds.yaml) pass the routing core's validator: Envoy's API definitions, their rules, and Envoy's load-time checks.",
+  description:
+    "The gateways' xDS ConfigMaps (cds.yaml, rds.yaml) pass the routing core's validator: Envoy's API definitions, their rules, and Envoy's load-time checks.",
   enforcementLevel: "mandatory",
   configSchema,
   validateResource: (args, report) => {
@@ -232,10 +276,14 @@ export const xdsConfigMapsValid: ResourceValidationPolicy = {
     const ref = refOf(args);
     if (exemptionFor(args.getConfig<PolicySettings>(), ref)) return;
     const data: Record<string, string> = {};
-    for (const [k, v] of Object.entries(args.props.data as Record<string, unknown>)) if (typeof v === "string") data[k] = v;
+    for (const [k, v] of Object.entries(args.props.data as Record<string, unknown>))
+      if (typeof v === "string") data[k] = v;
     const problems = validateXdsData(data, `ConfigMap ${ref.namespace}/${ref.name}`);
     const shown = problems.slice(0, 20).map((p) => `${p.key}: ${p.message}`);
-    if (problems.length) report(`${problems.length} problem${problems.length === 1 ? "" : "s"} Envoy would reject:\n${shown.join("\n")}${problems.length > 20 ? `\n... and ${problems.length - 20} more` : ""}`);
+    if (problems.length)
+      report(
+        `${problems.length} problem${problems.length === 1 ? "" : "s"} Envoy would reject:\n${shown.join("\n")}${problems.length > 20 ? `\n... and ${problems.length - 20} more` : ""}`,
+      );
   },
 };
 
@@ -247,7 +295,8 @@ function isEnvoyImage(image: string): boolean {
 
 export const envoyImagePinned: ResourceValidationPolicy = {
   name: "envoy-image-pinned",
-  description: "Envoy containers run an image pinned to a version tag or digest, never latest or untagged: a rollout must not change Envoy behind the config's back. Mandatory in production (policy/prod.json), advisory elsewhere.",
+  description:
+    "Envoy containers run an image pinned to a version tag or digest, never latest or untagged: a rollout must not change Envoy behind the config's back. Mandatory in production (policy/prod.json), advisory elsewhere.",
   enforcementLevel: "advisory",
   configSchema,
   validateResource: (args, report) => {
@@ -256,7 +305,9 @@ export const envoyImagePinned: ResourceValidationPolicy = {
     if (exemptionFor(args.getConfig<PolicySettings>(), refOf(args))) return;
     for (const c of containersOf(pod)) {
       if (typeof c.image === "string" && isEnvoyImage(c.image) && !isPinnedImage(c.image)) {
-        report(`${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin Envoy to a version tag (envoyproxy/envoy:v1.40.0) or a digest (@sha256:...).`);
+        report(
+          `${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin Envoy to a version tag (envoyproxy/envoy:v1.40.0) or a digest (@sha256:...).`,
+        );
       }
     }
   },
@@ -264,7 +315,8 @@ export const envoyImagePinned: ResourceValidationPolicy = {
 
 export const serviceImagesPinned: ResourceValidationPolicy = {
   name: "service-images-pinned",
-  description: "The stack's other containers (the routed services' Deployments) run images pinned to a version tag or digest too: a restart must not run other code than the rollout did. Mandatory in production (policy/prod.json), advisory elsewhere.",
+  description:
+    "The stack's other containers (the routed services' Deployments) run images pinned to a version tag or digest too: a restart must not run other code than the rollout did. Mandatory in production (policy/prod.json), advisory elsewhere.",
   enforcementLevel: "advisory",
   configSchema,
   validateResource: (args, report) => {
@@ -273,7 +325,9 @@ export const serviceImagesPinned: ResourceValidationPolicy = {
     if (exemptionFor(args.getConfig<PolicySettings>(), refOf(args))) return;
     for (const c of containersOf(pod)) {
       if (typeof c.image === "string" && !isEnvoyImage(c.image) && !isPinnedImage(c.image)) {
-        report(`${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin it to a version tag (team/app:1.2.3) or a digest (@sha256:...).`);
+        report(
+          `${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin it to a version tag (team/app:1.2.3) or a digest (@sha256:...).`,
+        );
       }
     }
   },
@@ -284,7 +338,10 @@ function isGatewayWorkload(r: { type: string; props: Record<string, any> }): boo
   const pod = podSpecOf(r);
   if (!pod) return false;
   const labels = r.props.spec?.template?.metadata?.labels ?? r.props.metadata?.labels ?? {};
-  return labels["app.kubernetes.io/component"] === "gateway" || containersOf(pod).some((c) => typeof c.image === "string" && isEnvoyImage(c.image));
+  return (
+    labels["app.kubernetes.io/component"] === "gateway" ||
+    containersOf(pod).some((c) => typeof c.image === "string" && isEnvoyImage(c.image))
+  );
 }
 
 /** What is missing from one container's hardening (pod-level settings count where Kubernetes inherits them). */
@@ -297,16 +354,19 @@ export function hardeningGaps(pod: Record<string, any>, c: Record<string, any>):
   if (sc.allowPrivilegeEscalation !== false) gaps.push("allowPrivilegeEscalation: false");
   if (sc.privileged === true) gaps.push("privileged: false");
   if (!(sc.capabilities?.drop ?? []).includes("ALL")) gaps.push("capabilities.drop: [ALL]");
-  if ((sc.seccompProfile?.type ?? podSc.seccompProfile?.type) !== "RuntimeDefault") gaps.push("seccompProfile.type: RuntimeDefault");
+  if ((sc.seccompProfile?.type ?? podSc.seccompProfile?.type) !== "RuntimeDefault")
+    gaps.push("seccompProfile.type: RuntimeDefault");
   for (const kind of ["requests", "limits"] as const) {
-    for (const res of ["cpu", "memory"]) if (c.resources?.[kind]?.[res] === undefined) gaps.push(`resources.${kind}.${res}`);
+    for (const res of ["cpu", "memory"])
+      if (c.resources?.[kind]?.[res] === undefined) gaps.push(`resources.${kind}.${res}`);
   }
   return gaps;
 }
 
 export const gatewayPodsHardened: ResourceValidationPolicy = {
   name: "gateway-pods-hardened",
-  description: "Gateway pods face the internet: non-root, read-only root filesystem, no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, CPU and memory requests and limits.",
+  description:
+    "Gateway pods face the internet: non-root, read-only root filesystem, no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, CPU and memory requests and limits.",
   enforcementLevel: "mandatory",
   configSchema,
   validateResource: (args, report) => {
@@ -323,21 +383,31 @@ export const gatewayPodsHardened: ResourceValidationPolicy = {
 
 export const gatewayDisruptionBudget: StackValidationPolicy = {
   name: "gateway-disruption-budget",
-  description: "A gateway with more than one replica has a PodDisruptionBudget, so node drains and upgrades never take all its pods at once.",
+  description:
+    "A gateway with more than one replica has a PodDisruptionBudget, so node drains and upgrades never take all its pods at once.",
   enforcementLevel: "mandatory",
   configSchema,
   validateStack: (args, report) => {
     const settings = args.getConfig<PolicySettings>();
     const budgets: { namespace: string; selector: Record<string, string> }[] = [];
-    eachKnownSilently(args.resources.filter((r) => r.type === "kubernetes:policy/v1:PodDisruptionBudget"), (pdb) => {
-      budgets.push({ namespace: refOf(pdb).namespace, selector: pdb.props.spec?.selector?.matchLabels ?? {} });
-    });
-    eachKnown(workloadsOf(args.resources).filter((w) => w.replicas > 1 && isGatewayWorkload(w.resource)), (w) => {
-      if (exemptionFor(settings, w.ref)) return;
-      if (!budgets.some((b) => b.namespace === w.ref.namespace && selects(b.selector, w.podLabels))) {
-        report(`Gateway ${showRef(w.ref)} (${w.replicaText}) has no PodDisruptionBudget selecting its pods.`, w.resource.urn);
-      }
-    });
+    eachKnownSilently(
+      args.resources.filter((r) => r.type === "kubernetes:policy/v1:PodDisruptionBudget"),
+      (pdb) => {
+        budgets.push({ namespace: refOf(pdb).namespace, selector: pdb.props.spec?.selector?.matchLabels ?? {} });
+      },
+    );
+    eachKnown(
+      workloadsOf(args.resources).filter((w) => w.replicas > 1 && isGatewayWorkload(w.resource)),
+      (w) => {
+        if (exemptionFor(settings, w.ref)) return;
+        if (!budgets.some((b) => b.namespace === w.ref.namespace && selects(b.selector, w.podLabels))) {
+          report(
+            `Gateway ${showRef(w.ref)} (${w.replicaText}) has no PodDisruptionBudget selecting its pods.`,
+            w.resource.urn,
+          );
+        }
+      },
+    );
   },
 };
 

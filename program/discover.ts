@@ -14,16 +14,24 @@ export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig
   // An engine run that records what sync-routes discovered and wrote: its discovery, not a new one.
   const snapshot = currentSnapshot();
   if (snapshot) {
-    void pulumi.log.info(`dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${snapshot.renderedAt})`);
+    void pulumi.log.info(
+      `dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${snapshot.renderedAt})`,
+    );
     return snapshot.devNamespaces;
   }
   if (config.renderYamlToDirectory) {
-    void pulumi.log.info("renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only");
+    void pulumi.log.info(
+      "renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only",
+    );
     return {};
   }
   let listed;
   try {
-    listed = await listRoutedObjects(loadKubeConfig(kubeconfig?.text), config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
+    listed = await listRoutedObjects(
+      loadKubeConfig(kubeconfig?.text),
+      config.devNamespaces.selector,
+      ROUTED_SERVICE_SELECTOR,
+    );
   } catch (e) {
     throw runError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
   }

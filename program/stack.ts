@@ -27,7 +27,11 @@ export interface LoadedConfig {
 function secretKeys(all: Record<string, string>): Set<string> {
   const isSecret = (pulumi.runtime as unknown as { isConfigSecret(key: string): boolean }).isConfigSecret;
   const prefix = `${PROJECT}:`;
-  return new Set(Object.keys(all).filter((k) => k.startsWith(prefix) && isSecret(k)).map((k) => k.slice(prefix.length)));
+  return new Set(
+    Object.keys(all)
+      .filter((k) => k.startsWith(prefix) && isSecret(k))
+      .map((k) => k.slice(prefix.length)),
+  );
 }
 
 /**
@@ -45,7 +49,10 @@ export function loadStackConfig(): LoadedConfig {
     if (text === undefined) return { config };
     if (!secrets.has(KUBECONFIG_KEY)) {
       throw new InputError(subject, [
-        { key: `${PROJECT}:${KUBECONFIG_KEY}`, message: `is plain text in the stack's config; set it as a secret: pulumi config set --secret ${PROJECT}:${KUBECONFIG_KEY} (value not shown)` },
+        {
+          key: `${PROJECT}:${KUBECONFIG_KEY}`,
+          message: `is plain text in the stack's config; set it as a secret: pulumi config set --secret ${PROJECT}:${KUBECONFIG_KEY} (value not shown)`,
+        },
       ]);
     }
     return { config, kubeconfig: { text, secret: new pulumi.Config(PROJECT).requireSecret(KUBECONFIG_KEY) } };
@@ -71,7 +78,11 @@ export interface StackOutputs {
  * production routes (so Envoy can start); from then on the routes resources
  * own their data, given the dev/PR namespaces `devNamespaces` lists.
  */
-export function declareStack(loaded: LoadedConfig, devNamespaces: DevNamespaces = {}, now: Date = new Date()): StackOutputs {
+export function declareStack(
+  loaded: LoadedConfig,
+  devNamespaces: DevNamespaces = {},
+  now: Date = new Date(),
+): StackOutputs {
   const { config } = loaded;
   const routing = routingConfig(config);
   let files;
@@ -131,11 +142,22 @@ export function declareStack(loaded: LoadedConfig, devNamespaces: DevNamespaces 
     if (!config.renderYamlToDirectory) {
       new Routes(
         `${gateway}-routes`,
-        { gateway, namespace: config.namespace, configMap: g.xdsConfigMap.metadata.name, config: routing, devNamespaces, kubeconfig },
+        {
+          gateway,
+          namespace: config.namespace,
+          configMap: g.xdsConfigMap.metadata.name,
+          config: routing,
+          devNamespaces,
+          kubeconfig,
+        },
         { dependsOn: [g.xdsConfigMap] },
       );
     }
   }
-  new RouteSyncAccess("route-sync", { namespace: config.namespace, configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name) }, { provider });
+  new RouteSyncAccess(
+    "route-sync",
+    { namespace: config.namespace, configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name) },
+    { provider },
+  );
   return { gateways, routes, gatewayResources, services };
 }

@@ -6,9 +6,17 @@ import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
 
 /** Who holds the lock, from the engine's refusal: "root@ci-7 (pid 4242) since 2026-12-01T10:00:00Z", or what the backend says. */
 export function lockHolder(e: unknown): string | undefined {
-  if (!(e instanceof ConcurrentUpdateError) && !/the stack is currently locked|Another update is currently in progress/.test(String((e as { stderr?: string })?.stderr ?? ""))) return undefined;
+  if (
+    !(e instanceof ConcurrentUpdateError) &&
+    !/the stack is currently locked|Another update is currently in progress/.test(
+      String((e as { stderr?: string })?.stderr ?? ""),
+    )
+  )
+    return undefined;
   const text = String((e as { stderr?: string }).stderr ?? (e as Error).message);
-  const holders = new Set([...text.matchAll(/created by (\S+) \(pid (\d+)\) at (\S+)/g)].map((m) => `${m[1]} (pid ${m[2]}) since ${m[3]}`));
+  const holders = new Set(
+    [...text.matchAll(/created by (\S+) \(pid (\d+)\) at (\S+)/g)].map((m) => `${m[1]} (pid ${m[2]}) since ${m[3]}`),
+  );
   return holders.size ? [...holders].join(", ") : "another update (the backend does not say whose)";
 }
 
@@ -40,7 +48,11 @@ export async function whenUnlocked<T>(update: () => Promise<T>, options: LockWai
     } catch (e) {
       const holder = lockHolder(e);
       if (holder === undefined) throw e;
-      if (waited >= maxWaitMs) throw new Error(`the stack is still locked by ${holder} after waiting ${Math.round(waited / 1000)}s; nothing was changed (if that update is gone, \`pulumi cancel\` removes its lock)`, { cause: e });
+      if (waited >= maxWaitMs)
+        throw new Error(
+          `the stack is still locked by ${holder} after waiting ${Math.round(waited / 1000)}s; nothing was changed (if that update is gone, \`pulumi cancel\` removes its lock)`,
+          { cause: e },
+        );
       const wait = Math.min(delay, maxDelayMs, maxWaitMs - waited);
       options.log(`the stack is locked by ${holder}: waiting ${Math.round(wait / 1000)}s, then trying again`);
       await sleep(wait);

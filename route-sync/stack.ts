@@ -14,7 +14,10 @@ export async function openStack(stackName: string, projectDir: string): Promise<
     return await LocalWorkspace.selectStack({ stackName, workDir: projectDir });
   } catch (e) {
     if (/ENOENT/.test(String((e as Error).message))) {
-      throw new Error("the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend", { cause: e });
+      throw new Error(
+        "the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend",
+        { cause: e },
+      );
     }
     throw new Error(`stack ${stackName} in ${projectDir}: ${engineErrorLines(e)}`, { cause: e });
   }
@@ -24,7 +27,11 @@ export async function openStack(stackName: string, projectDir: string): Promise<
 export async function stackConfigOf(stack: Stack): Promise<{ config: StackConfig; kubeconfig?: string }> {
   const all = await stack.getAllConfig();
   const values = Object.fromEntries(Object.entries(all).map(([k, v]) => [k, v.value]));
-  const secretKeys = new Set(Object.entries(all).filter(([k, v]) => v.secret && k.startsWith(`${PROJECT}:`)).map(([k]) => k.slice(PROJECT.length + 1)));
+  const secretKeys = new Set(
+    Object.entries(all)
+      .filter(([k, v]) => v.secret && k.startsWith(`${PROJECT}:`))
+      .map(([k]) => k.slice(PROJECT.length + 1)),
+  );
   const raw = fromPulumiConfig(values);
   const config = parseStackConfig(raw, `stack ${stack.name} config`, { secretKeys });
   const kubeconfig = secretKeys.has(KUBECONFIG_KEY) ? kubeconfigOf(raw) : undefined;
@@ -52,21 +59,35 @@ const exec = promisify(execFile);
 export async function routesInState(stack: Stack): Promise<RoutesResourceState[]> {
   const ws = stack.workspace;
   const env = { ...process.env, ...(ws.pulumiHome ? { PULUMI_HOME: ws.pulumiHome } : {}), ...ws.envVars };
-  const { stdout } = await exec(ws.pulumiCommand.command, ["stack", "export", "--stack", stack.name, "--non-interactive"], { cwd: ws.workDir, env, maxBuffer: 1 << 30 });
+  const { stdout } = await exec(
+    ws.pulumiCommand.command,
+    ["stack", "export", "--stack", stack.name, "--non-interactive"],
+    { cwd: ws.workDir, env, maxBuffer: 1 << 30 },
+  );
   return routesOf(JSON.parse(stdout) as { deployment?: unknown });
 }
 
 /** A secret as the engine exports it without --show-secrets: { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext }. */
 function isSecret(value: unknown): boolean {
-  return !!value && typeof value === "object" && (value as Record<string, unknown>)["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270";
+  return (
+    !!value &&
+    typeof value === "object" &&
+    (value as Record<string, unknown>)["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270"
+  );
 }
 
 /** The routes resources of an exported stack, every secret value in their outputs left out. */
 export function routesOf(exported: { deployment?: unknown }): RoutesResourceState[] {
-  const resources = (exported.deployment as { resources?: { urn: string; type: string; outputs?: unknown }[] } | undefined)?.resources ?? [];
+  const resources =
+    (exported.deployment as { resources?: { urn: string; type: string; outputs?: unknown }[] } | undefined)
+      ?.resources ?? [];
   return resources
     .filter((r) => r.type.endsWith(":Routes"))
-    .map((r) => ({ urn: r.urn, name: r.urn.slice(r.urn.lastIndexOf("::") + 2), outputs: withoutSecrets(r.outputs ?? {}) as RoutesResourceState["outputs"] }));
+    .map((r) => ({
+      urn: r.urn,
+      name: r.urn.slice(r.urn.lastIndexOf("::") + 2),
+      outputs: withoutSecrets(r.outputs ?? {}) as RoutesResourceState["outputs"],
+    }));
 }
 
 function withoutSecrets(value: unknown): unknown {
@@ -81,7 +102,9 @@ function withoutSecrets(value: unknown): unknown {
 
 /** The engine's own error lines of a failed command, without its progress output. */
 export function engineErrorLines(e: unknown): string {
-  const text = String((e as { stderr?: string }).stderr || (e as { stdout?: string }).stdout || (e as Error).message || e);
+  const text = String(
+    (e as { stderr?: string }).stderr || (e as { stdout?: string }).stdout || (e as Error).message || e,
+  );
   const lines = text
     .split("\n")
     .map((l) => l.trim())

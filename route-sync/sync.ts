@@ -18,7 +18,14 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
-import { factsOf, renderRoutes, validated, writeRoutes, type RenderedRoutes, type RoutesFacts } from "../routes-provider/core.js";
+import {
+  factsOf,
+  renderRoutes,
+  validated,
+  writeRoutes,
+  type RenderedRoutes,
+  type RoutesFacts,
+} from "../routes-provider/core.js";
 import { routingConfig, type StackConfig } from "../routing/config/schema.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
 import { routeTarget, type RoutesView } from "../routing/routes-view.js";
@@ -61,12 +68,15 @@ export function syncedRoutes(state: readonly RoutesResourceState[]): SyncedRoute
 
 /** True while any route's traffic shift is still moving its weights (the watcher then re-renders on a timer). */
 export function shiftsMoving(routes: SyncedRoutes, now: Date): boolean {
-  return Object.values(routes).some((view) => Object.values(view).some((r) => r.shift !== undefined && isMoving(shiftFromSpec(r.service, r.shift), now)));
+  return Object.values(routes).some((view) =>
+    Object.values(view).some((r) => r.shift !== undefined && isMoving(shiftFromSpec(r.service, r.shift), now)),
+  );
 }
 
 /** Lines describing what changed between two states of the routes resources. */
 export function routeChanges(before: SyncedRoutes, after: SyncedRoutes): RouteChanges {
-  const describe = (resource: string, id: string, view: RoutesView) => `${id} on ${resource.replace(/-routes$/, "")}: ${view[id]!.match} -> ${routeTarget(view[id]!)}`;
+  const describe = (resource: string, id: string, view: RoutesView) =>
+    `${id} on ${resource.replace(/-routes$/, "")}: ${view[id]!.match} -> ${routeTarget(view[id]!)}`;
   const added: string[] = [];
   const removed: string[] = [];
   const changed: string[] = [];
@@ -97,7 +107,12 @@ export interface PlannedResource {
  * (gateway, ConfigMap) from the state, the routing part of the current stack
  * config, and the discovered dev/PR namespaces, rendered at `now`.
  */
-export function plan(state: readonly RoutesResourceState[], sync: SyncConfig, devNamespaces: DevNamespaces, now: Date): PlannedResource[] {
+export function plan(
+  state: readonly RoutesResourceState[],
+  sync: SyncConfig,
+  devNamespaces: DevNamespaces,
+  now: Date,
+): PlannedResource[] {
   const config = routingConfig(sync.config);
   return state.map((r) => {
     const facts: RoutesFacts = {
@@ -144,7 +159,11 @@ function firstDifference(a: unknown, b: unknown, path = ""): string | undefined 
   if (a && b && typeof a === "object" && typeof b === "object" && Array.isArray(a) === Array.isArray(b)) {
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
     for (const k of keys) {
-      const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
+      const d = firstDifference(
+        (a as Record<string, unknown>)[k],
+        (b as Record<string, unknown>)[k],
+        path ? `${path}.${k}` : k,
+      );
       if (d !== undefined) return d;
     }
   }
@@ -153,7 +172,11 @@ function firstDifference(a: unknown, b: unknown, path = ""): string | undefined 
 
 /** Discovery as the program does it: the routed namespaces and Services, two list requests. */
 export async function discover(sync: SyncConfig): Promise<Discovered> {
-  const listed = await listRoutedObjects(loadKubeConfig(sync.kubeconfig), sync.config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
+  const listed = await listRoutedObjects(
+    loadKubeConfig(sync.kubeconfig),
+    sync.config.devNamespaces.selector,
+    ROUTED_SERVICE_SELECTOR,
+  );
   return discoverRoutes(listed.namespaces, listed.services, sync.config.namespace);
 }
 
@@ -162,15 +185,25 @@ export async function discover(sync: SyncConfig): Promise<Discovered> {
  * files yet (by `written`: digests known to be in place) gets them. Returns
  * the snapshot the record step needs.
  */
-export async function writeLive(planned: readonly PlannedResource[], devNamespaces: DevNamespaces, now: Date, written: Readonly<Record<string, string>> = {}): Promise<SyncSnapshot> {
+export async function writeLive(
+  planned: readonly PlannedResource[],
+  devNamespaces: DevNamespaces,
+  now: Date,
+  written: Readonly<Record<string, string>> = {},
+): Promise<SyncSnapshot> {
   const snapshot: SyncSnapshot = { devNamespaces, renderedAt: now.toISOString(), written: {} };
   // Every gateway's files are validated before any is written: never one gateway with the new routes and one refused.
-  const changed = planned.filter((p) => written[p.state.name] !== p.digest).map((p) => ({ ...p, rendered: validated(p.rendered) }));
+  const changed = planned
+    .filter((p) => written[p.state.name] !== p.digest)
+    .map((p) => ({ ...p, rendered: validated(p.rendered) }));
   for (const p of changed) {
     try {
       await writeRoutes(p.facts, now, { rendered: p.rendered });
     } catch (e) {
-      throw new Error(`writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`, { cause: e });
+      throw new Error(
+        `writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`,
+        { cause: e },
+      );
     }
   }
   for (const p of planned) snapshot.written[p.facts.gateway] = p.digest;
@@ -189,14 +222,27 @@ export interface SyncOptions {
  * targeted update, once the stack is not locked), and returns the state
  * after it.
  */
-export async function record(stack: Stack, state: readonly RoutesResourceState[], snapshot: SyncSnapshot, options: SyncOptions): Promise<RoutesResourceState[]> {
+export async function record(
+  stack: Stack,
+  state: readonly RoutesResourceState[],
+  snapshot: SyncSnapshot,
+  options: SyncOptions,
+): Promise<RoutesResourceState[]> {
   const file = writeSnapshot(snapshot);
   const env = stack.workspace.envVars;
   try {
     Object.assign(env, file.env);
-    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never" }), { ...options.lock, log: options.log });
+    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never" }), {
+      ...options.lock,
+      log: options.log,
+    });
   } catch (e) {
-    throw Object.assign(new Error(`the ConfigMaps hold the new routes, but recording them in the stack's state failed (the next sync or \`pulumi up\` records them): ${(e as Error).message}`), { stderr: (e as { stderr?: string }).stderr });
+    throw Object.assign(
+      new Error(
+        `the ConfigMaps hold the new routes, but recording them in the stack's state failed (the next sync or \`pulumi up\` records them): ${(e as Error).message}`,
+      ),
+      { stderr: (e as { stderr?: string }).stderr },
+    );
   } finally {
     for (const k of Object.keys(file.env)) delete env[k];
     file.remove();
@@ -218,7 +264,8 @@ export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<Sy
     }
   };
   const [sync, state] = await timed("stack", () => Promise.all([stackConfigOf(stack), routesInState(stack)]));
-  if (state.length === 0) throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
+  if (state.length === 0)
+    throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
   const found = await timed("discovery", () => discover(sync));
   for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
   const now = new Date();
@@ -230,7 +277,8 @@ export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<Sy
   });
   if (reasons.length === 0) return { ...changes, unchanged: true, steps, liveSeconds: seconds() };
   // With routes to add, remove or change, that is the reason; otherwise say why the state is behind.
-  if (changes.added.length + changes.removed.length + changes.changed.length === 0) options.log(`recording, because ${reasons.join("; ")}`);
+  if (changes.added.length + changes.removed.length + changes.changed.length === 0)
+    options.log(`recording, because ${reasons.join("; ")}`);
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
   const snapshot = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
   const liveSeconds = seconds();
@@ -241,8 +289,14 @@ export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<Sy
 export function report(r: SyncResult): string[] {
   const lines = [...r.added.map((l) => `+ ${l}`), ...r.removed.map((l) => `- ${l}`), ...r.changed.map((l) => `~ ${l}`)];
   const counts = `${r.added.length} added, ${r.removed.length} removed, ${r.changed.length} changed`;
-  if (r.unchanged) lines.push(`nothing to change (${r.liveSeconds.toFixed(1)}s): the ConfigMaps and the state hold these routes; no engine run`);
+  if (r.unchanged)
+    lines.push(
+      `nothing to change (${r.liveSeconds.toFixed(1)}s): the ConfigMaps and the state hold these routes; no engine run`,
+    );
   else if (r.recordedSeconds === undefined) lines.push(`routes live in ${r.liveSeconds.toFixed(1)}s: ${counts}`);
-  else lines.push(`routes live in ${r.liveSeconds.toFixed(1)}s, recorded in the state in ${r.recordedSeconds.toFixed(1)}s: ${counts}`);
+  else
+    lines.push(
+      `routes live in ${r.liveSeconds.toFixed(1)}s, recorded in the state in ${r.recordedSeconds.toFixed(1)}s: ${counts}`,
+    );
   return lines;
 }

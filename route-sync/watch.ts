@@ -16,7 +16,18 @@ import { InputError, formatProblem } from "../routing/config/errors.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { SyncSnapshot } from "./snapshot.js";
 import { engineErrorLines, stackConfigOf, type RoutesResourceState } from "./stack.js";
-import { plan, record, recorded, routeChanges, shiftsMoving, syncedRoutes, writeLive, type SyncConfig, type SyncedRoutes, type SyncOptions } from "./sync.js";
+import {
+  plan,
+  record,
+  recorded,
+  routeChanges,
+  shiftsMoving,
+  syncedRoutes,
+  writeLive,
+  type SyncConfig,
+  type SyncedRoutes,
+  type SyncOptions,
+} from "./sync.js";
 import type { LockWait } from "./lock.js";
 import { RoutesInputError } from "../routes-provider/core.js";
 
@@ -40,7 +51,11 @@ export interface Watcher {
 }
 
 /** Starts watching; `sync` and `state` are the stack config and routes resources as they are now. */
-export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: RoutesResourceState[] }, options: WatchOptions): Watcher {
+export function watchRoutes(
+  stack: Stack,
+  start: { sync: SyncConfig; state: RoutesResourceState[] },
+  options: WatchOptions,
+): Watcher {
   let sync = start.sync;
   let state = start.state;
   const retry = options.retry ?? { firstMs: 2000, maxMs: 5 * 60_000 };
@@ -88,7 +103,8 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
       do {
         liveAgain = false;
         const seen = firstSeen ?? Date.now();
-        const why = reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
+        const why =
+          reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
         firstSeen = undefined;
         reasons = [];
         try {
@@ -97,7 +113,9 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
         } catch (e) {
           if (e instanceof RoutesInputError || e instanceof InputError) {
             const problems = e instanceof RoutesInputError ? e.problems.map((p) => p.problem) : e.problems;
-            options.log(`not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`);
+            options.log(
+              `not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`,
+            );
           } else {
             options.log(`${(e as Error).message}; trying again in ${Math.round(liveDelay / 1000)}s`);
             schedule("retrying the failed write", liveDelay);
@@ -126,9 +144,17 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     if (changed.length === 0) {
       // Said once, after the first step on everything the watch read: from here on it only acts on changes.
-      if (!caughtUp) options.log(`routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`);
+      if (!caughtUp)
+        options.log(
+          `routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`,
+        );
       caughtUp = true;
-      if (!planned.every(recorded)) queueRecord({ devNamespaces: found.devNamespaces, renderedAt: now.toISOString(), written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])) });
+      if (!planned.every(recorded))
+        queueRecord({
+          devNamespaces: found.devNamespaces,
+          renderedAt: now.toISOString(),
+          written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])),
+        });
       return;
     }
     caughtUp = true;
@@ -140,7 +166,12 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
     for (const p of planned) written[p.state.name] = p.digest;
     live = next;
     const seconds = (Date.now() - seen) / 1000;
-    for (const line of [...changes.added.map((l) => `+ ${l}`), ...changes.removed.map((l) => `- ${l}`), ...changes.changed.map((l) => `~ ${l}`)]) options.log(line);
+    for (const line of [
+      ...changes.added.map((l) => `+ ${l}`),
+      ...changes.removed.map((l) => `- ${l}`),
+      ...changes.changed.map((l) => `~ ${l}`),
+    ])
+      options.log(line);
     options.log(
       `routes live ${seconds.toFixed(1)}s after the change was seen (${why}; render ${renderMs} ms, write ${writeMs} ms): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`,
     );
@@ -191,10 +222,15 @@ export function watchRoutes(stack: Stack, start: { sync: SyncConfig; state: Rout
     idle();
   };
 
-  const objects = watchRoutedObjects(loadKubeConfig(sync.kubeconfig), sync.config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR, {
-    onChange: (what) => schedule(what),
-    onError: (message, retryMs) => options.log(`${message}; watching again in ${Math.round(retryMs / 1000)}s`),
-  });
+  const objects = watchRoutedObjects(
+    loadKubeConfig(sync.kubeconfig),
+    sync.config.devNamespaces.selector,
+    ROUTED_SERVICE_SELECTOR,
+    {
+      onChange: (what) => schedule(what),
+      onError: (message, retryMs) => options.log(`${message}; watching again in ${Math.round(retryMs / 1000)}s`),
+    },
+  );
   // Once both lists are read: what changed while nothing watched.
   void objects.synced.then(() => schedule("watch started", 0));
   const ticker = options.resyncMs

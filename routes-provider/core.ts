@@ -88,22 +88,38 @@ export interface RenderedRoutes {
  * documents are not validated (to compare digests only; `validated` says so).
  */
 export function renderRoutes(facts: RoutesFacts, now: Date, { validate = true } = {}): RenderedRoutes {
-  const stage = <T>(property: InputProblem["property"] | ((p: Problem) => InputProblem["property"]), run: () => T): T => {
+  const stage = <T>(
+    property: InputProblem["property"] | ((p: Problem) => InputProblem["property"]),
+    run: () => T,
+  ): T => {
     try {
       return run();
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
-      throw new RoutesInputError(e.problems.map((problem) => ({ property: typeof property === "function" ? property(problem) : property, problem })));
+      throw new RoutesInputError(
+        e.problems.map((problem) => ({
+          property: typeof property === "function" ? property(problem) : property,
+          problem,
+        })),
+      );
     }
   };
-  if (!GATEWAYS.includes(facts.gateway)) throw new RoutesInputError([{ property: "gateway", problem: { key: "gateway", message: `must be ${GATEWAYS.join(" or ")}`, value: facts.gateway } }]);
+  if (!GATEWAYS.includes(facts.gateway))
+    throw new RoutesInputError([
+      {
+        property: "gateway",
+        problem: { key: "gateway", message: `must be ${GATEWAYS.join(" or ")}`, value: facts.gateway },
+      },
+    ]);
   const config = stage("config", () => parseRoutingConfig(facts.config));
   const table = stage(
     (p) => (p.key.startsWith("envoy-gateways:") ? "config" : "devNamespaces"),
     () => buildRoutingTable(config, facts.devNamespaces ?? {}, "discovered dev/PR namespaces", now),
   );
   // Documents Envoy would refuse are a safety net under the config checks: they come from the config's values.
-  const files = stage("config", () => (validate ? renderXds(config, table, facts.gateway) : translateXdsFiles(config, table, facts.gateway)));
+  const files = stage("config", () =>
+    validate ? renderXds(config, table, facts.gateway) : translateXdsFiles(config, table, facts.gateway),
+  );
   return { table, files, routes: routesView(config, table, facts.gateway), validated: validate };
 }
 
@@ -122,13 +138,18 @@ export function validated(rendered: RenderedRoutes): RenderedRoutes {
 /** Inputs the routes resource refuses: every problem, each on its input property. */
 export class RoutesInputError extends Error {
   constructor(readonly problems: readonly InputProblem[]) {
-    super(`routes resource inputs: ${problems.length} problem${problems.length === 1 ? "" : "s"}\n${problems.map((p) => `  - ${formatProblem(p.problem)}`).join("\n")}`);
+    super(
+      `routes resource inputs: ${problems.length} problem${problems.length === 1 ? "" : "s"}\n${problems.map((p) => `  - ${formatProblem(p.problem)}`).join("\n")}`,
+    );
     this.name = "RoutesInputError";
   }
 }
 
 /** check(): the inputs with the routes they give, or every problem (bad config, dev routes the table refuses, documents Envoy would refuse). */
-export function checkRoutes(facts: RoutesFacts, now: Date = renderInstant()): { inputs?: RoutesInputs; problems: InputProblem[] } {
+export function checkRoutes(
+  facts: RoutesFacts,
+  now: Date = renderInstant(),
+): { inputs?: RoutesInputs; problems: InputProblem[] } {
   try {
     return { inputs: { ...factsOf(facts), routes: renderRoutes(facts, now).routes }, problems: [] };
   } catch (e) {
@@ -149,7 +170,11 @@ export function checkFailures(problems: readonly InputProblem[]): { property: st
  * what was written (a new version of the translation), or when a refresh
  * found the ConfigMap edited out of band.
  */
-export function diffRoutes(olds: Partial<RoutesOutputs>, news: RoutesInputs, now: Date = renderInstant()): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
+export function diffRoutes(
+  olds: Partial<RoutesOutputs>,
+  news: RoutesInputs,
+  now: Date = renderInstant(),
+): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
   const replaces = (["gateway", "namespace", "configMap"] as const).filter((k) => olds[k] !== news[k]);
   const changed =
     olds.devNamespaces === undefined || // state written before the resource's inputs were facts
@@ -180,26 +205,39 @@ export interface WriteOptions {
  * the ConfigMap already holds them. Then the gateway's pods are annotated
  * with the digest, so their kubelets project the new files at once.
  */
-export async function writeRoutes(facts: RoutesFacts, now: Date = renderInstant(), options: WriteOptions = writeOptionsOf(facts.gateway)): Promise<RoutesOutputs> {
+export async function writeRoutes(
+  facts: RoutesFacts,
+  now: Date = renderInstant(),
+  options: WriteOptions = writeOptionsOf(facts.gateway),
+): Promise<RoutesOutputs> {
   const { files, routes } = options.rendered ? validated(options.rendered) : renderRoutes(facts, now);
   const kc = loadKubeConfig(facts.kubeconfig);
   const where = `${facts.namespace}/${facts.configMap}`;
   const current = await readConfigMap(kc, facts.namespace, facts.configMap);
   if (!current) {
-    throw new Error(`ConfigMap ${where} does not exist: the EnvoyGateway component creates it with the production routes; run a full \`pulumi up\` first`);
+    throw new Error(
+      `ConfigMap ${where} does not exist: the EnvoyGateway component creates it with the production routes; run a full \`pulumi up\` first`,
+    );
   }
   const digest = dataDigest(files.xds);
   const found = dataDigest(current.data);
   const holds = current.annotations[DIGEST_ANNOTATION] === digest && found === digest;
   const superseded = options.onlyOver !== undefined && found !== options.onlyOver && !holds;
   if (!holds && !superseded) {
-    await applyConfigMapData(kc, facts.namespace, facts.configMap, files.xds, current.resourceVersion, { [DIGEST_ANNOTATION]: digest });
+    await applyConfigMapData(kc, facts.namespace, facts.configMap, files.xds, current.resourceVersion, {
+      [DIGEST_ANNOTATION]: digest,
+    });
   }
   if (!superseded) {
     try {
-      await annotatePods(kc, facts.namespace, labelSelector(gatewayPodLabels(facts.gateway)), { [XDS_DIGEST_ANNOTATION]: digest });
+      await annotatePods(kc, facts.namespace, labelSelector(gatewayPodLabels(facts.gateway)), {
+        [XDS_DIGEST_ANNOTATION]: digest,
+      });
     } catch (e) {
-      throw new Error(`wrote ConfigMap ${where}, but telling the gateway's pods failed (their kubelets project it at their next periodic sync instead): ${(e as Error).message}`, { cause: e });
+      throw new Error(
+        `wrote ConfigMap ${where}, but telling the gateway's pods failed (their kubelets project it at their next periodic sync instead): ${(e as Error).message}`,
+        { cause: e },
+      );
     }
   }
   return { ...factsOf(facts), routes, dataDigest: digest, renderedAt: now.toISOString() };
@@ -229,12 +267,22 @@ export async function readRoutes(state: RoutesOutputs): Promise<RoutesOutputs | 
     try {
       return parseEnvoyYaml(current.data[file] ?? "");
     } catch (e) {
-      unreadable[`(${file})`] = `cannot be read as Envoy reads it, so Envoy keeps what it loaded last: ${(e as Error).message.split("\n")[0]}`;
+      unreadable[`(${file})`] =
+        `cannot be read as Envoy reads it, so Envoy keeps what it loaded last: ${(e as Error).message.split("\n")[0]}`;
       return undefined;
     }
   };
-  const drift = { ...xdsDrift(expected.table, expected.files.documents, { cds: parse("cds.yaml"), rds: parse("rds.yaml") }), ...unreadable };
-  return { ...clean, dataDigest: found, drift: Object.keys(drift).length ? drift : { "(files)": "the ConfigMap's files were rewritten with the same routes" } };
+  const drift = {
+    ...xdsDrift(expected.table, expected.files.documents, { cds: parse("cds.yaml"), rds: parse("rds.yaml") }),
+    ...unreadable,
+  };
+  return {
+    ...clean,
+    dataDigest: found,
+    drift: Object.keys(drift).length
+      ? drift
+      : { "(files)": "the ConfigMap's files were rewritten with the same routes" },
+  };
 }
 
 /** On delete: the gateway keeps its production routes (never an empty or missing ConfigMap under a running Envoy). */

@@ -38,7 +38,13 @@ export interface Discovered {
 /** Namespaces that are routed: selected by label upstream of this function, minus the terminating ones and the production namespace. */
 export function routedNamespaces(namespaces: readonly NamespaceObject[], productionNamespace: string): string[] {
   return namespaces
-    .filter((ns) => ns.metadata?.name && ns.metadata.name !== productionNamespace && ns.status?.phase !== "Terminating" && !ns.metadata.deletionTimestamp)
+    .filter(
+      (ns) =>
+        ns.metadata?.name &&
+        ns.metadata.name !== productionNamespace &&
+        ns.status?.phase !== "Terminating" &&
+        !ns.metadata.deletionTimestamp,
+    )
     .map((ns) => ns.metadata!.name!)
     .sort();
 }
@@ -49,7 +55,11 @@ export function routedNamespaces(namespaces: readonly NamespaceObject[], product
  * traffic shifts annotated on them. Weights are not facts: the routing table
  * derives them from the shifts, at the instant it is built.
  */
-export function discoverRoutes(namespaces: readonly NamespaceObject[], services: readonly ServiceObject[], productionNamespace: string): Discovered {
+export function discoverRoutes(
+  namespaces: readonly NamespaceObject[],
+  services: readonly ServiceObject[],
+  productionNamespace: string,
+): Discovered {
   const routed = new Set(routedNamespaces(namespaces, productionNamespace));
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
@@ -67,7 +77,10 @@ export function discoverRoutes(namespaces: readonly NamespaceObject[], services:
       continue;
     }
     if (svc.spec?.clusterIP !== undefined && svc.spec.clusterIP !== "None") {
-      warnings.push({ key, message: `is not headless (clusterIP ${svc.spec.clusterIP}): the gateways reach one virtual IP instead of every pod; set clusterIP: None` });
+      warnings.push({
+        key,
+        message: `is not headless (clusterIP ${svc.spec.clusterIP}): the gateways reach one virtual IP instead of every pod; set clusterIP: None`,
+      });
     }
     const logical = labels[LABEL.service]!;
     const byService = grouped.get(ns) ?? new Map<string, Grouped[]>();
@@ -95,7 +108,12 @@ export function discoverRoutes(namespaces: readonly NamespaceObject[], services:
         continue;
       }
       const shifts = versions.flatMap((v) => (v.shift ? [v.shift] : []));
-      found.push({ name: logical, versions: versions.map((v) => v.version), websocket: versions.some((v) => v.websocket), ...(shifts.length ? { shifts } : {}) });
+      found.push({
+        name: logical,
+        versions: versions.map((v) => v.version),
+        websocket: versions.some((v) => v.websocket),
+        ...(shifts.length ? { shifts } : {}),
+      });
     }
     if (found.length) devNamespaces[ns] = found;
   }
@@ -106,16 +124,22 @@ export function discoverRoutes(namespaces: readonly NamespaceObject[], services:
 export function labelProblems(labels: Record<string, string>, svc: ServiceObject): string[] {
   const out: string[] = [];
   const show = (k: string) => `label ${k}=${JSON.stringify(labels[k])}`;
-  if (!isDnsLabel(labels[LABEL.service] ?? "")) out.push(`${show(LABEL.service)} must be a DNS label (lower-case letters, digits and '-', at most 63 characters)`);
-  if (labels[LABEL.version] !== undefined && !isDnsLabel(labels[LABEL.version]!)) out.push(`${show(LABEL.version)} must be a DNS label`);
-  if (labels[LABEL.port] !== "443") out.push(`${show(LABEL.port)} must be "443" (the gateways speak TLS to every pod on 443)`);
+  if (!isDnsLabel(labels[LABEL.service] ?? ""))
+    out.push(`${show(LABEL.service)} must be a DNS label (lower-case letters, digits and '-', at most 63 characters)`);
+  if (labels[LABEL.version] !== undefined && !isDnsLabel(labels[LABEL.version]!))
+    out.push(`${show(LABEL.version)} must be a DNS label`);
+  if (labels[LABEL.port] !== "443")
+    out.push(`${show(LABEL.port)} must be "443" (the gateways speak TLS to every pod on 443)`);
   const portName = labels[LABEL.portName];
   if (portName === undefined) out.push(`label ${LABEL.portName} is missing (the name of the Service's 443 port)`);
-  else if (svc.spec?.ports && !svc.spec.ports.some((p) => p.name === portName && p.port === 443)) out.push(`${show(LABEL.portName)} names no port 443 of the Service`);
+  else if (svc.spec?.ports && !svc.spec.ports.some((p) => p.name === portName && p.port === 443))
+    out.push(`${show(LABEL.portName)} names no port 443 of the Service`);
   const protocol = labels[LABEL.protocol];
-  if (protocol !== undefined && protocol !== "http" && protocol !== "websocket") out.push(`${show(LABEL.protocol)} must be http or websocket`);
+  if (protocol !== undefined && protocol !== "http" && protocol !== "websocket")
+    out.push(`${show(LABEL.protocol)} must be http or websocket`);
   const weight = labels[LABEL.weight];
-  if (weight !== undefined && !/^(100|[1-9]?\d)$/.test(weight)) out.push(`${show(LABEL.weight)} must be a whole percentage from 0 to 100`);
+  if (weight !== undefined && !/^(100|[1-9]?\d)$/.test(weight))
+    out.push(`${show(LABEL.weight)} must be a whole percentage from 0 to 100`);
   return out;
 }
 
@@ -136,7 +160,9 @@ interface Grouped {
 function versionsProblem(versions: Grouped[]): string | undefined {
   if (versions.length === 1) {
     const v = versions[0]!;
-    return v.weightLabel !== undefined && v.weightLabel !== "100" && !v.shift ? `its only Service has weight ${v.weightLabel}; a single version takes all the traffic (100)` : undefined;
+    return v.weightLabel !== undefined && v.weightLabel !== "100" && !v.shift
+      ? `its only Service has weight ${v.weightLabel}; a single version takes all the traffic (100)`
+      : undefined;
   }
   const labels = versions.map((v) => v.versionLabel);
   if (labels.some((v) => v === undefined)) return `several Services route it, so each needs a ${LABEL.version} label`;
@@ -159,7 +185,11 @@ function shiftsProblem(service: string, versions: Grouped[]): string | undefined
     const checked = checkShift(service, v.shift, names);
     for (const p of checked.problems) {
       const annotation = p.field ? ANNOTATION_OF[p.field] : undefined;
-      errors.push(annotation ? `annotation ${annotation}=${JSON.stringify(p.value ?? "")} ${p.message}` : `shift of ${service}: ${p.message}`);
+      errors.push(
+        annotation
+          ? `annotation ${annotation}=${JSON.stringify(p.value ?? "")} ${p.message}`
+          : `shift of ${service}: ${p.message}`,
+      );
     }
     if (checked.shift) shifts.push(checked.shift);
   }

@@ -55,7 +55,13 @@ export function gatewayPodLabels(gateway: string): Record<string, string> {
 export const XDS_DIGEST_ANNOTATION = `${PREFIX}/xds-digest`;
 
 /** Labels of a routed Service for one version of a logical service. */
-export function routingLabels(args: { service: string; version?: string; weight: number; replicas: number; websocket: boolean }): Record<string, string> {
+export function routingLabels(args: {
+  service: string;
+  version?: string;
+  weight: number;
+  replicas: number;
+  websocket: boolean;
+}): Record<string, string> {
   const labels: Record<string, string> = {
     [LABEL.service]: args.service,
     [LABEL.portName]: "https",

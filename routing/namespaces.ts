@@ -34,7 +34,12 @@ export function readNamespacesSource(path: string): NamespacesFile {
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new InputError(`namespaces file ${path}`, [{ key: path, message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}` }]);
+    throw new InputError(`namespaces file ${path}`, [
+      {
+        key: path,
+        message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
+      },
+    ]);
   }
   return parseNamespaces(text, path);
 }
@@ -44,7 +49,9 @@ export function parseNamespaces(text: string, file: string): NamespacesFile {
   const doc = source.value;
   if (doc === null || doc === undefined) return { devNamespaces: {}, source };
   if (typeof doc !== "object" || Array.isArray(doc)) {
-    throw new InputError(`namespaces file ${file}`, [{ key: file, message: "must be a mapping of namespace -> list of services", value: doc }]);
+    throw new InputError(`namespaces file ${file}`, [
+      { key: file, message: "must be a mapping of namespace -> list of services", value: doc },
+    ]);
   }
   return { devNamespaces: doc as DevNamespaces, source };
 }
@@ -56,7 +63,11 @@ export function locatedInFile(error: InputError, source: YamlSource): InputError
     error.problems.map((p) => {
       const at = p.path ? source.at(p.path) : undefined;
       if (!at) return p;
-      return { ...p, key: `${source.file}:${at.line}: ${p.key}`, ...(at.written !== undefined && "value" in p ? { written: at.written } : {}) };
+      return {
+        ...p,
+        key: `${source.file}:${at.line}: ${p.key}`,
+        ...(at.written !== undefined && "value" in p ? { written: at.written } : {}),
+      };
     }),
   );
 }

@@ -28,7 +28,12 @@ export interface GatewayFiles extends XdsFiles {
 }
 
 /** Renders and validates one gateway's xDS files (what its routes resource writes); throws an `InputError` listing every problem. */
-export function renderXds(config: RoutingConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): XdsFiles {
+export function renderXds(
+  config: RoutingConfig,
+  table: RoutingTable,
+  gateway: GatewayName,
+  options: RenderOptions = {},
+): XdsFiles {
   return checkXds(translateXdsFiles(config, table, gateway, options), table);
 }
 
@@ -37,20 +42,33 @@ export function renderXds(config: RoutingConfig, table: RoutingTable, gateway: G
  * their digest with what a ConfigMap holds. Nothing may be written from them
  * before `checkXds` has passed them.
  */
-export function translateXdsFiles(config: RoutingConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): XdsFiles {
+export function translateXdsFiles(
+  config: RoutingConfig,
+  table: RoutingTable,
+  gateway: GatewayName,
+  options: RenderOptions = {},
+): XdsFiles {
   const documents = translateXds(config, table, gateway, options);
   return { gateway, xds: xdsFiles(documents, table).xds, documents };
 }
 
 /** The files if Envoy would load them and they fit in a ConfigMap; otherwise an `InputError` listing every problem. */
 export function checkXds(files: XdsFiles, table: RoutingTable): XdsFiles {
-  const problems = [...explainDocumentProblems(validateXds(files.documents), table), ...xdsFiles(files.documents, table).problems];
+  const problems = [
+    ...explainDocumentProblems(validateXds(files.documents), table),
+    ...xdsFiles(files.documents, table).problems,
+  ];
   if (problems.length) throw new InputError(`Envoy documents of ${files.gateway}`, problems);
   return files;
 }
 
 /** Renders and validates all of one gateway's files; throws an `InputError` listing every problem. */
-export function renderGateway(config: StackConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): GatewayFiles {
+export function renderGateway(
+  config: StackConfig,
+  table: RoutingTable,
+  gateway: GatewayName,
+  options: RenderOptions = {},
+): GatewayFiles {
   const { files, problems } = tryRenderGateway(config, table, gateway, options);
   if (problems.length) throw new InputError(`Envoy documents of ${gateway}`, problems);
   return files;
@@ -64,7 +82,12 @@ export function renderGateways(config: StackConfig, table: RoutingTable, options
   return results.map((r) => r.files);
 }
 
-function tryRenderGateway(config: StackConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions): { files: GatewayFiles; problems: Problem[] } {
+function tryRenderGateway(
+  config: StackConfig,
+  table: RoutingTable,
+  gateway: GatewayName,
+  options: RenderOptions,
+): { files: GatewayFiles; problems: Problem[] } {
   const documents = translateGateway(config, table, gateway, options);
   const { xds, problems } = xdsFiles(documents, table);
   problems.unshift(...explainDocumentProblems(validateGateway(documents), table));

@@ -34,7 +34,11 @@ export function routesView(config: RoutingConfig, table: RoutingTable, gateway: 
   const entry = (s: RoutedService, match: string): RouteEntry => {
     const e: RouteEntry = { match, namespace: s.namespace, service: s.name, clusters: {}, websocket: s.websocket };
     for (const v of s.versions) {
-      e.clusters[v.cluster] = { upstream: `${serviceHost(v.service, s.namespace, config.clusterDomain)}:${UPSTREAM_PORT}`, weight: v.weight, version: v.version };
+      e.clusters[v.cluster] = {
+        upstream: `${serviceHost(v.service, s.namespace, config.clusterDomain)}:${UPSTREAM_PORT}`,
+        weight: v.weight,
+        version: v.version,
+      };
     }
     if (s.rateLimit !== undefined) e.rateLimit = s.rateLimit;
     if (settings.serveAliases && s.aliases.length) e.aliases = [...s.aliases];
@@ -56,5 +60,7 @@ export function routeTarget(r: RouteEntry): string {
 
 /** One line per route and alias, for the stack outputs: "https://batch.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)". */
 export function describeRoutes(view: RoutesView): string[] {
-  return Object.values(view).flatMap((r) => [r.match, ...(r.aliases ?? []).map((a) => `https://${a}/`)].map((m) => `${m} -> ${routeTarget(r)}`));
+  return Object.values(view).flatMap((r) =>
+    [r.match, ...(r.aliases ?? []).map((a) => `https://${a}/`)].map((m) => `${m} -> ${routeTarget(r)}`),
+  );
 }

@@ -9,7 +9,9 @@ export interface ShiftRow {
 }
 
 export function shiftTable(rows: readonly ShiftRow[], now: Date, includeFinished = false): string[] {
-  const lines: string[][] = [["SERVICE", "FROM -> TO", "POLICY", "PHASE", "NOW (from/to)", "NEXT (from/to at)", "PHASE ENDS"]];
+  const lines: string[][] = [
+    ["SERVICE", "FROM -> TO", "POLICY", "PHASE", "NOW (from/to)", "NEXT (from/to at)", "PHASE ENDS"],
+  ];
   for (const { id, shift } of [...rows].sort((a, b) => (a.id < b.id ? -1 : 1))) {
     const { phase, endsAt } = shiftPhase(shift, now);
     if (!includeFinished && (phase === "done" || phase === "reverted")) continue;
@@ -27,5 +29,10 @@ export function shiftTable(rows: readonly ShiftRow[], now: Date, includeFinished
   }
   if (lines.length === 1) return [includeFinished ? "no traffic shifts" : "no traffic shifts in progress"];
   const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
-  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd());
+  return lines.map((l) =>
+    l
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd(),
+  );
 }

@@ -74,7 +74,9 @@ export function shiftPhase(shift: Shift, now: Date): { phase: ShiftPhase; endsAt
     const back = shift.policy === "atomic" ? 0 : forwardShare(shift, r) * shift.durationMs;
     const revertedAt = new Date(r + back);
     if (t < r) return { phase: t < shift.start.getTime() ? "pending" : "shifting", endsAt: shiftEnd(shift) };
-    return t < revertedAt.getTime() ? { phase: "reversing", endsAt: revertedAt } : { phase: "reverted", endsAt: revertedAt };
+    return t < revertedAt.getTime()
+      ? { phase: "reversing", endsAt: revertedAt }
+      : { phase: "reverted", endsAt: revertedAt };
   }
   if (t < shift.start.getTime()) return { phase: "pending", endsAt: shift.start };
   if (t < shiftEnd(shift).getTime()) return { phase: "shifting", endsAt: shiftEnd(shift) };
@@ -93,7 +95,8 @@ export function nextWeights(shift: Shift, now: Date): { at: Date; weights: { fro
   if (phase === "done" || phase === "reverted") return undefined;
   if (phase === "pending" && shift.policy === "atomic") return { at: shiftEnd(shift), weights: { from: 0, to: 100 } };
   const current = shiftWeights(shift, now);
-  if (shift.policy === "atomic") return { at: endsAt, weights: phase === "reversing" ? { from: 100, to: 0 } : { from: 0, to: 100 } };
+  if (shift.policy === "atomic")
+    return { at: endsAt, weights: phase === "reversing" ? { from: 100, to: 0 } : { from: 0, to: 100 } };
   // Linear: find when the rounded-up old share next moves by one point (binary search over the phase).
   let lo = Math.max(now.getTime(), phase === "pending" ? shift.start.getTime() : now.getTime());
   // A pending shift's phase ends at its start; its weights first move after that.
@@ -112,10 +115,19 @@ export function nextWeights(shift: Shift, now: Date): { at: Date; weights: { fro
  * only once: otherwise the error says what to do instead.
  */
 export function reverseShift(shift: Shift, at: Date): Shift {
-  if (shift.reversedAt) throw new Error(`the shift of ${shift.service} from ${shift.from} to ${shift.to} was already reversed at ${shift.reversedAt.toISOString()}; it cannot be reversed twice`);
+  if (shift.reversedAt)
+    throw new Error(
+      `the shift of ${shift.service} from ${shift.from} to ${shift.to} was already reversed at ${shift.reversedAt.toISOString()}; it cannot be reversed twice`,
+    );
   const { phase } = shiftPhase(shift, at);
-  if (phase === "pending") throw new Error(`the shift of ${shift.service} from ${shift.from} to ${shift.to} has not started (it starts at ${shift.start.toISOString()}); remove it instead of reversing it`);
-  if (phase === "done") throw new Error(`the shift of ${shift.service} from ${shift.from} to ${shift.to} ended at ${shiftEnd(shift).toISOString()}; start a new shift from ${shift.to} to ${shift.from} instead`);
+  if (phase === "pending")
+    throw new Error(
+      `the shift of ${shift.service} from ${shift.from} to ${shift.to} has not started (it starts at ${shift.start.toISOString()}); remove it instead of reversing it`,
+    );
+  if (phase === "done")
+    throw new Error(
+      `the shift of ${shift.service} from ${shift.from} to ${shift.to} ended at ${shiftEnd(shift).toISOString()}; start a new shift from ${shift.to} to ${shift.from} instead`,
+    );
   return { ...shift, reversedAt: at };
 }
 
@@ -133,26 +145,45 @@ const TIME_HINT = "must be an RFC 3339 time such as 2026-11-30T10:00:00Z";
  * a namespaces file, Service annotations): its versions, policy, start,
  * duration and reversal. Returns the shift when there is no problem.
  */
-export function checkShift(service: string, written: object, versions: readonly string[]): { shift?: Shift; problems: ShiftProblem[] } {
+export function checkShift(
+  service: string,
+  written: object,
+  versions: readonly string[],
+): { shift?: Shift; problems: ShiftProblem[] } {
   const spec = written as Readonly<Record<string, unknown>>;
   const problems: ShiftProblem[] = [];
   for (const field of ["from", "to"] as const) {
     const v = spec[field];
-    if (typeof v !== "string" || !versions.includes(v)) problems.push({ field, message: `must be a version of ${service} (versions: ${versions.join(", ") || "none"})`, value: v });
+    if (typeof v !== "string" || !versions.includes(v))
+      problems.push({
+        field,
+        message: `must be a version of ${service} (versions: ${versions.join(", ") || "none"})`,
+        value: v,
+      });
   }
-  if (typeof spec.from === "string" && spec.from === spec.to) problems.push({ field: "to", message: `must differ from from (both are ${spec.from})`, value: spec.to });
-  if (spec.policy !== "linear" && spec.policy !== "atomic") problems.push({ field: "policy", message: "must be linear or atomic", value: spec.policy });
+  if (typeof spec.from === "string" && spec.from === spec.to)
+    problems.push({ field: "to", message: `must differ from from (both are ${spec.from})`, value: spec.to });
+  if (spec.policy !== "linear" && spec.policy !== "atomic")
+    problems.push({ field: "policy", message: "must be linear or atomic", value: spec.policy });
   const start = parseTime(spec.start);
   if (!start) problems.push({ field: "start", message: TIME_HINT, value: spec.start });
   const durationMs = typeof spec.duration === "string" ? parseShiftDuration(spec.duration) : undefined;
   if (durationMs === undefined || durationMs < MIN_SHIFT_MS || durationMs > MAX_SHIFT_MS) {
-    problems.push({ field: "duration", message: "must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d", value: spec.duration });
+    problems.push({
+      field: "duration",
+      message: "must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d",
+      value: spec.duration,
+    });
   }
   let reversedAt: Date | undefined;
   if (spec.reversed !== undefined) {
     reversedAt = parseTime(spec.reversed);
     if (!reversedAt) problems.push({ field: "reversed", message: TIME_HINT, value: spec.reversed });
-    else if (start && durationMs !== undefined && (reversedAt < start || reversedAt.getTime() >= start.getTime() + durationMs)) {
+    else if (
+      start &&
+      durationMs !== undefined &&
+      (reversedAt < start || reversedAt.getTime() >= start.getTime() + durationMs)
+    ) {
       problems.push({
         field: "reversed",
         message: `is not while the shift was in progress (${start.toISOString()} to ${new Date(start.getTime() + durationMs).toISOString()}); only a shift in progress can be reversed`,
@@ -162,7 +193,15 @@ export function checkShift(service: string, written: object, versions: readonly 
   }
   if (problems.length) return { problems };
   return {
-    shift: { service, from: spec.from as string, to: spec.to as string, policy: spec.policy as ShiftPolicy, start: start!, durationMs: durationMs!, ...(reversedAt ? { reversedAt } : {}) },
+    shift: {
+      service,
+      from: spec.from as string,
+      to: spec.to as string,
+      policy: spec.policy as ShiftPolicy,
+      start: start!,
+      durationMs: durationMs!,
+      ...(reversedAt ? { reversedAt } : {}),
+    },
     problems,
   };
 }
@@ -200,7 +239,8 @@ export function overlapProblem(service: string, shifts: readonly Shift[]): strin
   const sorted = [...shifts].sort((a, b) => a.start.getTime() - b.start.getTime());
   for (let i = 1; i < sorted.length; i++) {
     const [a, b] = [sorted[i - 1]!, sorted[i]!];
-    if (overlaps(a, b)) return `shifts of ${service} overlap (${a.from}->${a.to} from ${a.start.toISOString()}, ${b.from}->${b.to} from ${b.start.toISOString()}); one service moves one way at a time`;
+    if (overlaps(a, b))
+      return `shifts of ${service} overlap (${a.from}->${a.to} from ${a.start.toISOString()}, ${b.from}->${b.to} from ${b.start.toISOString()}); one service moves one way at a time`;
   }
   return undefined;
 }
@@ -212,12 +252,20 @@ export function overlapProblem(service: string, shifts: readonly Shift[]): strin
  * none). Shifts must not overlap; the latest one started (or else the first
  * to come) decides.
  */
-export function versionWeights(service: string, versions: readonly string[], shifts: readonly Shift[], now: Date): { weights: Record<string, number>; shift?: Shift } | { problem: string } {
+export function versionWeights(
+  service: string,
+  versions: readonly string[],
+  shifts: readonly Shift[],
+  now: Date,
+): { weights: Record<string, number>; shift?: Shift } | { problem: string } {
   if (versions.length === 1 && shifts.length === 0) return { weights: { [versions[0]!]: 100 } };
   const overlap = overlapProblem(service, shifts);
   if (overlap) return { problem: overlap };
   const sorted = [...shifts].sort((a, b) => a.start.getTime() - b.start.getTime());
-  if (sorted.length === 0) return { problem: `${service} has ${versions.length} versions (${versions.join(", ")}) but no traffic shift says how to split traffic between them` };
+  if (sorted.length === 0)
+    return {
+      problem: `${service} has ${versions.length} versions (${versions.join(", ")}) but no traffic shift says how to split traffic between them`,
+    };
   const started = sorted.filter((s) => s.start.getTime() <= now.getTime());
   const shift = started.length ? started[started.length - 1]! : sorted[0]!;
   const w = shiftWeights(shift, now);

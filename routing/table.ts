@@ -76,29 +76,50 @@ export interface DevServiceFacts {
 /** Dev/PR namespace name -> its routed services (names, or facts with versions and shifts). */
 export type DevNamespaces = Record<string, readonly (string | DevServiceFacts)[]>;
 
-const LABEL_RULE = "a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)";
+const LABEL_RULE =
+  "a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)";
 
 /**
  * Builds the routing table at `now` (the instant shift weights are taken
  * at). Throws one `InputError` naming every bad namespace or service
  * (`subject` says where the dev namespaces came from).
  */
-export function buildRoutingTable(config: RoutingConfig, devNamespaces: DevNamespaces = {}, subject = "dev namespaces", now: Date = new Date()): RoutingTable {
+export function buildRoutingTable(
+  config: RoutingConfig,
+  devNamespaces: DevNamespaces = {},
+  subject = "dev namespaces",
+  now: Date = new Date(),
+): RoutingTable {
   const problems: Problem[] = [];
   const production = config.services.map((s) => productionService(config, s, now, problems));
   const dev: RoutedService[] = [];
   for (const namespace of Object.keys(devNamespaces).sort()) {
     const entries = devNamespaces[namespace] ?? [];
     if (!isDnsLabel(namespace)) {
-      problems.push({ key: namespace, message: `namespace must be ${LABEL_RULE}`, value: namespace, path: [namespace] });
+      problems.push({
+        key: namespace,
+        message: `namespace must be ${LABEL_RULE}`,
+        value: namespace,
+        path: [namespace],
+      });
       continue;
     }
     if (namespace === config.namespace) {
-      problems.push({ key: namespace, message: `is the production namespace (envoy-gateways:namespace); its services are routed as production services, not dev routes`, value: namespace, path: [namespace] });
+      problems.push({
+        key: namespace,
+        message: `is the production namespace (envoy-gateways:namespace); its services are routed as production services, not dev routes`,
+        value: namespace,
+        path: [namespace],
+      });
       continue;
     }
     if (!Array.isArray(entries)) {
-      problems.push({ key: namespace, message: "must be a list of services (names, or mappings with name)", value: entries, path: [namespace] });
+      problems.push({
+        key: namespace,
+        message: "must be a list of services (names, or mappings with name)",
+        value: entries,
+        path: [namespace],
+      });
       continue;
     }
     const seen = new Set<string>();
@@ -106,25 +127,41 @@ export function buildRoutingTable(config: RoutingConfig, devNamespaces: DevNames
       const service = devService(config, namespace, entry, [namespace, i], now, problems);
       if (!service) return;
       if (seen.has(service.name)) {
-        problems.push({ key: `${namespace}[${i}]`, message: `service ${service.name} is listed twice in namespace ${namespace}`, value: service.name, path: [namespace, i] });
+        problems.push({
+          key: `${namespace}[${i}]`,
+          message: `service ${service.name} is listed twice in namespace ${namespace}`,
+          value: service.name,
+          path: [namespace, i],
+        });
         return;
       }
       seen.add(service.name);
       dev.push(service);
     });
   }
-  if (problems.length) throw new InputError(problems.every((p) => p.key.startsWith("envoy-gateways:")) ? "stack config" : subject, problems);
+  if (problems.length)
+    throw new InputError(
+      problems.every((p) => p.key.startsWith("envoy-gateways:")) ? "stack config" : subject,
+      problems,
+    );
   dev.sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
   return { production, dev };
 }
 
-function productionService(config: RoutingConfig, s: RoutingConfig["services"][number], now: Date, problems: Problem[]): RoutedService {
+function productionService(
+  config: RoutingConfig,
+  s: RoutingConfig["services"][number],
+  now: Date,
+  problems: Problem[],
+): RoutedService {
   const key = `envoy-gateways:services (${s.name})`;
   const names = s.versions ?? [""];
   // The config layer checked these names (crossKeyProblems: lengths, clashes).
   const versions = names.map((v) => ({ version: v, service: v ? versionServiceName(s.name, v) : s.name }));
   // Stack config shifts were checked with the stack config (cross-key checks): only this service's own.
-  const shifts = config.shifts.filter((x) => x.service === s.name).flatMap((x) => checkShift(s.name, x, names).shift ?? []);
+  const shifts = config.shifts
+    .filter((x) => x.service === s.name)
+    .flatMap((x) => checkShift(s.name, x, names).shift ?? []);
   return {
     id: routeId(config.namespace, s.name),
     namespace: config.namespace,
@@ -134,7 +171,10 @@ function productionService(config: RoutingConfig, s: RoutingConfig["services"][n
     websocket: s.websocket,
     aliases: [...s.aliases],
     routeTimeout: s.routeTimeout ?? config.upstream.routeTimeout,
-    retries: { count: s.retries ?? config.upstream.retries, resetMethods: [...(s.retryResetMethods ?? config.upstream.retryResetMethods)] },
+    retries: {
+      count: s.retries ?? config.upstream.retries,
+      resetMethods: [...(s.retryResetMethods ?? config.upstream.retryResetMethods)],
+    },
     ...(s.authenticateMetrics !== undefined ? { authenticateMetrics: s.authenticateMetrics } : {}),
     ...(s.securityHeaders ? { securityHeaders: s.securityHeaders } : {}),
   };
@@ -148,15 +188,32 @@ const SHIFT_KEYS = new Set(["from", "to", "policy", "start", "duration", "revers
 type At = (path: readonly (string | number)[], message: string, value?: unknown) => Problem;
 
 /** One dev service entry (from a file or discovery: untyped data, read defensively), or undefined with its problems. */
-function devService(config: RoutingConfig, namespace: string, entry: unknown, base: [string, number], now: Date, problems: Problem[]): RoutedService | undefined {
+function devService(
+  config: RoutingConfig,
+  namespace: string,
+  entry: unknown,
+  base: [string, number],
+  now: Date,
+  problems: Problem[],
+): RoutedService | undefined {
   const facts = (typeof entry === "string" ? { name: entry } : entry) as DevServiceFacts;
   const key = `${base[0]}[${base[1]}]`;
   if (facts === null || typeof facts !== "object" || Array.isArray(facts)) {
-    problems.push({ key, message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)", value: entry, path: base });
+    problems.push({
+      key,
+      message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)",
+      value: entry,
+      path: base,
+    });
     return undefined;
   }
   if (typeof facts.name !== "string" || !isDnsLabel(facts.name)) {
-    problems.push({ key, message: `service name must be ${LABEL_RULE}`, value: facts.name, path: typeof entry === "string" ? base : [...base, "name"] });
+    problems.push({
+      key,
+      message: `service name must be ${LABEL_RULE}`,
+      value: facts.name,
+      path: typeof entry === "string" ? base : [...base, "name"],
+    });
     return undefined;
   }
   const name = facts.name;
@@ -167,8 +224,17 @@ function devService(config: RoutingConfig, namespace: string, entry: unknown, ba
     path: [...base, ...path],
   });
   const before = problems.length;
-  for (const k of Object.keys(facts)) if (!SERVICE_KEYS.has(k)) problems.push(at([k], `unknown key; allowed: ${[...SERVICE_KEYS].join(", ")}`, (facts as unknown as Record<string, unknown>)[k]));
-  if (facts.websocket !== undefined && typeof facts.websocket !== "boolean") problems.push(at(["websocket"], "must be true or false", facts.websocket));
+  for (const k of Object.keys(facts))
+    if (!SERVICE_KEYS.has(k))
+      problems.push(
+        at(
+          [k],
+          `unknown key; allowed: ${[...SERVICE_KEYS].join(", ")}`,
+          (facts as unknown as Record<string, unknown>)[k],
+        ),
+      );
+  if (facts.websocket !== undefined && typeof facts.websocket !== "boolean")
+    problems.push(at(["websocket"], "must be true or false", facts.websocket));
   const versions = devVersions(facts, namespace, config.clusterDomain, at, problems);
   const shifts = devShifts(facts, versionIds(facts), at, problems);
   if (!versions || !shifts || problems.length > before) return undefined;
@@ -195,7 +261,13 @@ function versionIds(facts: DevServiceFacts): string[] {
   });
 }
 
-function devVersions(facts: DevServiceFacts, namespace: string, clusterDomain: string, at: At, problems: Problem[]): DevVersionFacts[] | undefined {
+function devVersions(
+  facts: DevServiceFacts,
+  namespace: string,
+  clusterDomain: string,
+  at: At,
+  problems: Problem[],
+): DevVersionFacts[] | undefined {
   const list: unknown = facts.versions ?? [{ version: "", service: facts.name }];
   if (!Array.isArray(list) || list.length === 0) {
     problems.push(at(["versions"], "must list at least one version", list));
@@ -209,24 +281,53 @@ function devVersions(facts: DevServiceFacts, namespace: string, clusterDomain: s
       problems.push(at(["versions", i], "must be a mapping with version and service", v));
       return;
     }
-    for (const k of Object.keys(v)) if (!VERSION_KEYS.has(k)) problems.push(at(["versions", i, k], `unknown key; allowed: ${[...VERSION_KEYS].join(", ")}`, (v as unknown as Record<string, unknown>)[k]));
+    for (const k of Object.keys(v))
+      if (!VERSION_KEYS.has(k))
+        problems.push(
+          at(
+            ["versions", i, k],
+            `unknown key; allowed: ${[...VERSION_KEYS].join(", ")}`,
+            (v as unknown as Record<string, unknown>)[k],
+          ),
+        );
     if (typeof v.version !== "string" || (list.length > 1 && !isDnsLabel(v.version))) {
-      problems.push(at(["versions", i, "version"], `a version of a service with several versions must be ${LABEL_RULE}`, v.version));
+      problems.push(
+        at(["versions", i, "version"], `a version of a service with several versions must be ${LABEL_RULE}`, v.version),
+      );
     } else if (seen.has(v.version)) {
       problems.push(at(["versions", i, "version"], "is listed twice", v.version));
     } else seen.add(v.version);
     if (typeof v.service !== "string" || !isDnsLabel(v.service)) {
       problems.push(at(["versions", i, "service"], `Kubernetes Service name must be ${LABEL_RULE}`, v.service));
     } else if (serviceHost(v.service, namespace, clusterDomain).length > 253) {
-      problems.push(at(["versions", i, "service"], `upstream host ${serviceHost(v.service, namespace, clusterDomain)} is longer than the 253 characters DNS allows`, v.service));
+      problems.push(
+        at(
+          ["versions", i, "service"],
+          `upstream host ${serviceHost(v.service, namespace, clusterDomain)} is longer than the 253 characters DNS allows`,
+          v.service,
+        ),
+      );
     } else if (services.has(v.service)) {
-      problems.push(at(["versions", i, "service"], "is the Service of another version of this service; each version has its own", v.service));
+      problems.push(
+        at(
+          ["versions", i, "service"],
+          "is the Service of another version of this service; each version has its own",
+          v.service,
+        ),
+      );
     } else services.add(v.service);
   });
-  return problems.length > before ? undefined : (list as DevVersionFacts[]).map((v) => ({ version: v.version, service: v.service }));
+  return problems.length > before
+    ? undefined
+    : (list as DevVersionFacts[]).map((v) => ({ version: v.version, service: v.service }));
 }
 
-function devShifts(facts: DevServiceFacts, versions: readonly string[], at: At, problems: Problem[]): Shift[] | undefined {
+function devShifts(
+  facts: DevServiceFacts,
+  versions: readonly string[],
+  at: At,
+  problems: Problem[],
+): Shift[] | undefined {
   const list: unknown = facts.shifts ?? [];
   if (!Array.isArray(list)) {
     problems.push(at(["shifts"], "must be a list of traffic shifts (from, to, policy, start, duration)", list));
@@ -239,11 +340,20 @@ function devShifts(facts: DevServiceFacts, versions: readonly string[], at: At, 
       problems.push(at(["shifts", i], "must be a mapping with from, to, policy, start and duration", spec));
       return;
     }
-    for (const k of Object.keys(spec)) if (!SHIFT_KEYS.has(k)) problems.push(at(["shifts", i, k], `unknown key; allowed: ${[...SHIFT_KEYS].join(", ")}`, (spec as Record<string, unknown>)[k]));
+    for (const k of Object.keys(spec))
+      if (!SHIFT_KEYS.has(k))
+        problems.push(
+          at(
+            ["shifts", i, k],
+            `unknown key; allowed: ${[...SHIFT_KEYS].join(", ")}`,
+            (spec as Record<string, unknown>)[k],
+          ),
+        );
     // A problem of the versions was reported with them: do not repeat it as "not a version".
     if (versions.length === 0) return;
     const checked = checkShift(facts.name, spec, versions);
-    for (const p of checked.problems) problems.push(at(p.field ? ["shifts", i, p.field] : ["shifts", i], p.message, p.value));
+    for (const p of checked.problems)
+      problems.push(at(p.field ? ["shifts", i, p.field] : ["shifts", i], p.message, p.value));
     if (checked.shift) shifts.push(checked.shift);
   });
   return problems.length > before ? undefined : shifts;
@@ -253,9 +363,21 @@ function devShifts(facts: DevServiceFacts, versions: readonly string[], at: At, 
  * The versions with their weights at `now`, and the shift that decides them;
  * a problem (several versions but no shift, overlapping shifts) is reported.
  */
-function weighted(namespace: string, name: string, versions: readonly DevVersionFacts[], shifts: readonly Shift[], now: Date, report: (message: string) => void): Pick<RoutedService, "versions" | "shift"> {
+function weighted(
+  namespace: string,
+  name: string,
+  versions: readonly DevVersionFacts[],
+  shifts: readonly Shift[],
+  now: Date,
+  report: (message: string) => void,
+): Pick<RoutedService, "versions" | "shift"> {
   const several = versions.length > 1;
-  const result = versionWeights(name, versions.map((v) => v.version), shifts, now);
+  const result = versionWeights(
+    name,
+    versions.map((v) => v.version),
+    shifts,
+    now,
+  );
   if ("problem" in result) report(result.problem);
   return {
     versions: versions.map((v) => ({
@@ -270,7 +392,11 @@ function weighted(namespace: string, name: string, versions: readonly DevVersion
 
 /** Counts for messages and benchmarks. */
 export function tableCounts(table: RoutingTable): { production: number; dev: number; namespaces: number } {
-  return { production: table.production.length, dev: table.dev.length, namespaces: new Set(table.dev.map((s) => s.namespace)).size };
+  return {
+    production: table.production.length,
+    dev: table.dev.length,
+    namespaces: new Set(table.dev.map((s) => s.namespace)).size,
+  };
 }
 
 function compare(a: string, b: string): number {

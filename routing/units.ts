@@ -11,7 +11,10 @@ const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1000, m: 60_000, h: 3_
  * A whole number and one unit ("500ms", "90s", "2h") in milliseconds, or
  * undefined when `text` is not such a duration in one of `units`.
  */
-export function parseDuration(text: string, units: readonly DurationUnit[] = ["ms", "s", "m", "h", "d"]): number | undefined {
+export function parseDuration(
+  text: string,
+  units: readonly DurationUnit[] = ["ms", "s", "m", "h", "d"],
+): number | undefined {
   const m = /^(\d{1,12})(ms|s|m|h|d)$/.exec(text);
   if (!m || !units.includes(m[2] as DurationUnit)) return undefined;
   return Number(m[1]) * UNIT_MS[m[2] as DurationUnit];
@@ -32,7 +35,11 @@ function sha256(...parts: string[]): string {
 
 /** The digest of key/value data (ConfigMap data), independent of key order. */
 export function dataDigest(data: Readonly<Record<string, string>>): string {
-  return sha256(...Object.keys(data).sort().flatMap((key) => [key, "\0", data[key]!, "\0"]));
+  return sha256(
+    ...Object.keys(data)
+      .sort()
+      .flatMap((key) => [key, "\0", data[key]!, "\0"]),
+  );
 }
 
 /** A short digest of a JSON value: same content, same version. */
@@ -47,9 +54,17 @@ export function parseTime(text: unknown): Date | undefined {
   if (typeof text !== "string") return undefined;
   const m = RFC3339.exec(text);
   if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59)
+    return undefined;
   if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return undefined;
   const t = new Date(text);
   return Number.isNaN(t.getTime()) ? undefined : t;
@@ -57,8 +72,22 @@ export function parseTime(text: unknown): Date | undefined {
 
 const QUANTITY = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/;
 const QUANTITY_SUFFIX: Record<string, number> = {
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
-  n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  "": 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
 };
 
 /**

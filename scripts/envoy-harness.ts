@@ -48,8 +48,10 @@ function parse() {
     console.log(USAGE);
     process.exit(0);
   }
-  if (!GATEWAYS.includes(values.gateway as GatewayName)) throw new Error(`--gateway must be one of ${GATEWAYS.join(", ")}\n${USAGE}`);
-  if (!["allow", "deny", "down"].includes(values.auth!)) throw new Error(`--auth must be allow, deny or down\n${USAGE}`);
+  if (!GATEWAYS.includes(values.gateway as GatewayName))
+    throw new Error(`--gateway must be one of ${GATEWAYS.join(", ")}\n${USAGE}`);
+  if (!["allow", "deny", "down"].includes(values.auth!))
+    throw new Error(`--auth must be allow, deny or down\n${USAGE}`);
   const seconds = values.seconds === undefined ? undefined : Number(values.seconds);
   if (seconds !== undefined && !(seconds > 0)) throw new Error(`--seconds must be a positive number\n${USAGE}`);
   return { ...values, seconds, gateway: values.gateway as GatewayName, auth: values.auth as AuthMode };
@@ -78,11 +80,21 @@ function routes(h: GatewayHarness): { label: string; host: string; path: string;
   const list = [];
   for (const s of h.table.production) {
     const host = h.productionHost(s.name);
-    list.push({ label: `production ${s.namespace}/${s.name}`, host, path: "/", curl: `${base} ${resolveArg(host)} https://${host}:${h.ports.https}/` });
+    list.push({
+      label: `production ${s.namespace}/${s.name}`,
+      host,
+      path: "/",
+      curl: `${base} ${resolveArg(host)} https://${host}:${h.ports.https}/`,
+    });
   }
   for (const s of h.table.dev) {
     const path = `/${s.namespace}/${s.name}/`;
-    list.push({ label: `dev ${s.namespace}/${s.name}`, host: h.devHost, path, curl: `${base} ${resolveArg(h.devHost)} https://${h.devHost}:${h.ports.https}${path}` });
+    list.push({
+      label: `dev ${s.namespace}/${s.name}`,
+      host: h.devHost,
+      path,
+      curl: `${base} ${resolveArg(h.devHost)} https://${h.devHost}:${h.ports.https}${path}`,
+    });
   }
   return list;
 }
@@ -103,7 +115,10 @@ function describe(h: GatewayHarness): string {
 
 async function xdsCounters(h: GatewayHarness): Promise<string> {
   const s = await h.envoy.stats("(cds|rds)\\.(https\\.)?update_(success|rejected|failure)$");
-  return [...s].filter(([k]) => /cluster_manager\.cds|rds\.https\./.test(k)).map(([k, v]) => `${k.replace(/^.*?(cds|rds)/, "$1")}=${v}`).join(" ");
+  return [...s]
+    .filter(([k]) => /cluster_manager\.cds|rds\.https\./.test(k))
+    .map(([k, v]) => `${k.replace(/^.*?(cds|rds)/, "$1")}=${v}`)
+    .join(" ");
 }
 
 async function check(h: GatewayHarness): Promise<boolean> {
@@ -145,7 +160,11 @@ async function main(): Promise<number> {
         console.log(`${what} changed: rendered, validated and swapped in (swap ${h.xdsSwaps})`);
         await sleep(2_000);
         console.log(`  Envoy xDS counters: ${await xdsCounters(h)}`);
-        console.log(routes(h).map((r) => `  ${r.label}: ${r.curl}`).join("\n"));
+        console.log(
+          routes(h)
+            .map((r) => `  ${r.label}: ${r.curl}`)
+            .join("\n"),
+        );
       } catch (e) {
         console.error(e instanceof InputError ? e.message : `${what}: ${(e as Error).message}`);
         console.error("  nothing was swapped in; Envoy keeps the last good files");
@@ -170,7 +189,9 @@ async function main(): Promise<number> {
         if (!line.startsWith("{")) continue;
         try {
           const e = JSON.parse(line) as Record<string, unknown>;
-          console.log(`  [access] ${e.status} ${e.method} ${e.host}${e.path} -> ${e.cluster ?? "-"} ${e.upstream ?? ""} ${e.flags !== "-" ? e.flags : ""} ${e.duration_ms}ms`);
+          console.log(
+            `  [access] ${e.status} ${e.method} ${e.host}${e.path} -> ${e.cluster ?? "-"} ${e.upstream ?? ""} ${e.flags !== "-" ? e.flags : ""} ${e.duration_ms}ms`,
+          );
         } catch {
           // partial line: printed next time
         }
@@ -178,7 +199,9 @@ async function main(): Promise<number> {
       offset = log.lastIndexOf("\n") + 1;
     }, 500);
 
-    console.log(`running${args.seconds ? ` for ${args.seconds}s` : ""}: type allow / deny / down to switch auth, quit to stop`);
+    console.log(
+      `running${args.seconds ? ` for ${args.seconds}s` : ""}: type allow / deny / down to switch auth, quit to stop`,
+    );
     await new Promise<void>((resolveDone) => {
       const timer = args.seconds ? setTimeout(resolveDone, args.seconds * 1000) : undefined;
       {
@@ -210,7 +233,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (e: Error) => {
-    console.error(e instanceof InputError ? e.message : e.stack ?? e.message);
+    console.error(e instanceof InputError ? e.message : (e.stack ?? e.message));
     process.exit(1);
   },
 );

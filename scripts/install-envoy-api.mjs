@@ -39,4 +39,6 @@ if (!existsSync(source)) {
 mkdirSync(dirname(target), { recursive: true });
 copyFileSync(source, `${target}.partial`);
 renameSync(`${target}.partial`, target);
-console.log(`Envoy ${envoyVersion}'s API descriptors: ${relative(root, target)} (${statSync(target).size.toLocaleString("en-US")} bytes, from ${source})`);
+console.log(
+  `Envoy ${envoyVersion}'s API descriptors: ${relative(root, target)} (${statSync(target).size.toLocaleString("en-US")} bytes, from ${source})`,
+);

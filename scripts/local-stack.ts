@@ -18,7 +18,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { LocalCluster } from "../test/support/cluster.js";
 import { GatewayClient } from "../test/support/gateway-client.js";
-import { applyLocalSecrets, AUTH_TOKEN, localStackConfigLines, parsedLocalStackConfig, type StackFile } from "../test/support/local-stack.js";
+import {
+  applyLocalSecrets,
+  AUTH_TOKEN,
+  localStackConfigLines,
+  parsedLocalStackConfig,
+  type StackFile,
+} from "../test/support/local-stack.js";
 import { Workloads } from "../test/support/workloads.js";
 
 const { positionals, values } = parseArgs({
@@ -31,15 +37,18 @@ const { positionals, values } = parseArgs({
   },
 });
 const command = positionals[0];
-const usage = "usage: npx tsx scripts/local-stack.ts config|secrets|demo-namespace|show [--from dev|prod] [--cluster DIR] [--namespace NAME]";
+const usage =
+  "usage: npx tsx scripts/local-stack.ts config|secrets|demo-namespace|show [--from dev|prod] [--cluster DIR] [--namespace NAME]";
 
 function cluster(): LocalCluster {
-  if (!values.cluster) throw new Error(`--cluster DIR (the local cluster's state directory) is required for ${command}`);
+  if (!values.cluster)
+    throw new Error(`--cluster DIR (the local cluster's state directory) is required for ${command}`);
   return JSON.parse(readFileSync(join(values.cluster, "cluster.json"), "utf8")) as LocalCluster;
 }
 
 function from(): StackFile {
-  if (values.from !== "dev" && values.from !== "prod") throw new Error(`--from must be dev or prod (got ${values.from})`);
+  if (values.from !== "dev" && values.from !== "prod")
+    throw new Error(`--from must be dev or prod (got ${values.from})`);
   return values.from;
 }
 
@@ -53,7 +62,9 @@ async function show(): Promise<void> {
     const prod = await gateway.request(host, "/hello");
     const a = prod.answer();
     console.log(`GET https://${host}/hello through gateway pod ${via}:`);
-    console.log(`  ${prod.status} from pod ${a.pod} (namespace ${a.namespace}; certificate for ${a.service}; SNI ${a.serverName}; the gateway's client certificate: ${a.clientCertificate ?? "none"})`);
+    console.log(
+      `  ${prod.status} from pod ${a.pod} (namespace ${a.namespace}; certificate for ${a.service}; SNI ${a.serverName}; the gateway's client certificate: ${a.clientCertificate ?? "none"})`,
+    );
 
     const devHost = config.gateways.gateway.devHost ?? `internal.${config.domain}`;
     const path = `/${values.namespace}/batch/hello`;
@@ -64,11 +75,17 @@ async function show(): Promise<void> {
       denied = await gateway.request(devHost, path);
     }
     const waited = ((Date.now() - started) / 1000).toFixed(0);
-    console.log(`GET https://${devHost}${path} (the dev/PR route${Number(waited) > 1 ? `, in Envoy after ${waited} s` : ""}):`);
-    console.log(`  without credentials: ${denied.status}${denied.headers.location ? ` -> ${denied.headers.location}` : ""}`);
+    console.log(
+      `GET https://${devHost}${path} (the dev/PR route${Number(waited) > 1 ? `, in Envoy after ${waited} s` : ""}):`,
+    );
+    console.log(
+      `  without credentials: ${denied.status}${denied.headers.location ? ` -> ${denied.headers.location}` : ""}`,
+    );
     const allowed = await gateway.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } });
     const d = allowed.status === 200 ? allowed.answer() : undefined;
-    console.log(`  with "Authorization: Bearer ${AUTH_TOKEN}": ${allowed.status}${d ? ` from pod ${d.pod} (namespace ${d.namespace}, path ${d.path})` : ` ${allowed.body.slice(0, 200)}`}`);
+    console.log(
+      `  with "Authorization: Bearer ${AUTH_TOKEN}": ${allowed.status}${d ? ` from pod ${d.pod} (namespace ${d.namespace}, path ${d.path})` : ` ${allowed.body.slice(0, 200)}`}`,
+    );
     if (prod.status !== 200 || allowed.status !== 200) process.exitCode = 1;
   } finally {
     await gateway.stop();
@@ -89,7 +106,10 @@ async function main(): Promise<void> {
       return;
     case "demo-namespace": {
       const w = new Workloads(cluster());
-      const exists = await w.core.readNamespace({ name: values.namespace! }).then(() => true, () => false);
+      const exists = await w.core.readNamespace({ name: values.namespace! }).then(
+        () => true,
+        () => false,
+      );
       if (!exists) await w.createDevNamespace(values.namespace!, [{ name: "batch", replicas: 1 }]);
       await w.waitReady(values.namespace!, "batch", 1);
       console.log(`namespace ${values.namespace} (label envoy-gateways.io/routes=dev): Service batch, 1 pod ready`);

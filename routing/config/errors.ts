@@ -20,7 +20,10 @@ export function showValue(value: unknown): string {
   if (value === undefined) return "nothing";
   let text: string;
   try {
-    text = JSON.stringify(value, (_, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? `\u0000${v}\u0000` : v)) ?? String(value);
+    text =
+      JSON.stringify(value, (_, v: unknown) =>
+        typeof v === "number" && !Number.isFinite(v) ? `\u0000${v}\u0000` : v,
+      ) ?? String(value);
     text = text.replace(/"\\u0000(.*?)\\u0000"/g, "$1");
   } catch {
     text = String(value);
@@ -39,10 +42,17 @@ function shortened(text: string): string {
  * or JWT, a long run of base64 or hex. Errors never print such a value.
  */
 export function looksLikeCredential(value: unknown): boolean {
-  const text = typeof value === "string" ? value : value !== null && typeof value === "object" ? JSON.stringify(value) ?? "" : "";
+  const text =
+    typeof value === "string"
+      ? value
+      : value !== null && typeof value === "object"
+        ? (JSON.stringify(value) ?? "")
+        : "";
   return (
     /-----BEGIN [A-Z ]*(PRIVATE KEY|CERTIFICATE)-----/.test(text) ||
-    /\b(client-key-data|client-certificate-data|certificate-authority-data|token|password|secret|auth-provider)\b\s*["']?\s*:/i.test(text) ||
+    /\b(client-key-data|client-certificate-data|certificate-authority-data|token|password|secret|auth-provider)\b\s*["']?\s*:/i.test(
+      text,
+    ) ||
     /\bkind:\s*Config\b/.test(text) ||
     /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/.test(text) ||
     [...text.matchAll(/(sha256:)?([A-Za-z0-9+/=_-]{40,})/g)].some(([, digest, run]) => !digest && randomLooking(run!))
@@ -52,12 +62,15 @@ export function looksLikeCredential(value: unknown): boolean {
 /** A long run of mixed-case letters and digits (base64), or of hex digits: a key, not a name. */
 function randomLooking(run: string): boolean {
   const digits = /[0-9]/.test(run);
-  return (digits && /[a-z]/.test(run) && /[A-Z]/.test(run)) || (digits && /^[0-9a-f]+$/i.test(run) && /[a-f]/i.test(run));
+  return (
+    (digits && /[a-z]/.test(run) && /[A-Z]/.test(run)) || (digits && /^[0-9a-f]+$/i.test(run) && /[a-f]/i.test(run))
+  );
 }
 
 export function formatProblem(p: Problem): string {
   if (!("value" in p)) return `${p.key}: ${p.message}`;
-  if (looksLikeCredential(p.value) || looksLikeCredential(p.written)) return `${p.key}: ${p.message} (value hidden: it looks like a credential)`;
+  if (looksLikeCredential(p.value) || looksLikeCredential(p.written))
+    return `${p.key}: ${p.message} (value hidden: it looks like a credential)`;
   return `${p.key}: ${p.message} (got ${p.written !== undefined ? shortened(p.written) : showValue(p.value)})`;
 }
 
@@ -68,7 +81,9 @@ export class InputError extends Error {
     readonly subject: string,
     readonly problems: readonly Problem[],
   ) {
-    super(`${subject}: ${problems.length} problem${problems.length === 1 ? "" : "s"}\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`);
+    super(
+      `${subject}: ${problems.length} problem${problems.length === 1 ? "" : "s"}\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`,
+    );
     this.name = "InputError";
   }
 }

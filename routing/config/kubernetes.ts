@@ -4,7 +4,10 @@
 
 /** A DNS subdomain (RFC 1123): labels joined by dots, at most 253 characters. */
 export function isDnsSubdomain(name: string): boolean {
-  return name.length <= 253 && name.split(".").every((label) => label.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(label));
+  return (
+    name.length <= 253 &&
+    name.split(".").every((label) => label.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(label))
+  );
 }
 
 /** A label or annotation key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters. */
@@ -34,7 +37,8 @@ export function labelSelectorProblem(selector: string): string | undefined {
     if (!m) return `term ${JSON.stringify(term.trim())} is not key=value or key!=value`;
     const [key, value] = [m[1]!.trim(), m[3]!.trim()];
     if (!isQualifiedName(key)) return `key ${JSON.stringify(key)} is not ${QUALIFIED_NAME_HINT}`;
-    if (!isLabelValue(value)) return `value ${JSON.stringify(value)} of ${key} is not a label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`;
+    if (!isLabelValue(value))
+      return `value ${JSON.stringify(value)} of ${key} is not a label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`;
   }
   return undefined;
 }

@@ -4,7 +4,13 @@ import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import { formatProblem, InputError, type Problem } from "./errors.js";
 import { parseYamlSource } from "./yaml-source.js";
-import { crossKeyProblems, routingConfigSchema, stackConfigSchema, type RoutingConfig, type StackConfig } from "./schema.js";
+import {
+  crossKeyProblems,
+  routingConfigSchema,
+  stackConfigSchema,
+  type RoutingConfig,
+  type StackConfig,
+} from "./schema.js";
 
 /** The Pulumi project name, which is also the config namespace. */
 export const PROJECT = "envoy-gateways";
@@ -17,7 +23,15 @@ export const PROJECT = "envoy-gateways";
 export const KUBECONFIG_KEY = "kubeconfig";
 
 /** Top-level keys whose values are plain strings; every other key holds JSON (objects, lists, numbers, booleans). */
-const STRING_KEYS = new Set(["domain", "internalDomain", "clusterDomain", "namespace", "envoyImage", "renderYamlToDirectory", KUBECONFIG_KEY]);
+const STRING_KEYS = new Set([
+  "domain",
+  "internalDomain",
+  "clusterDomain",
+  "namespace",
+  "envoyImage",
+  "renderYamlToDirectory",
+  KUBECONFIG_KEY,
+]);
 
 export interface ParseOptions {
   /** Top-level keys whose values are secrets (set with --secret): their errors never show the value. */
@@ -41,9 +55,16 @@ type Located = { path: readonly (string | number)[]; problem: Problem };
  * `StackConfig`. Throws one `InputError` listing every bad value. The
  * kubeconfig key is left to `kubeconfigOf`.
  */
-export function parseStackConfig(raw: Record<string, unknown>, subject = "stack config", options: ParseOptions = {}): StackConfig {
+export function parseStackConfig(
+  raw: Record<string, unknown>,
+  subject = "stack config",
+  options: ParseOptions = {},
+): StackConfig {
   const { [KUBECONFIG_KEY]: _kubeconfig, ...rest } = raw;
-  const { data, problems } = checked(stackConfigSchema, rest, options, [...kubeconfigProblems(raw), ...secretValueProblems(rest, options.secretKeys ?? new Set())]);
+  const { data, problems } = checked(stackConfigSchema, rest, options, [
+    ...kubeconfigProblems(raw),
+    ...secretValueProblems(rest, options.secretKeys ?? new Set()),
+  ]);
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
 }
@@ -51,7 +72,8 @@ export function parseStackConfig(raw: Record<string, unknown>, subject = "stack 
 /** Validates the routing part of stack config (what the routes resources are given). */
 export function parseRoutingConfig(raw: unknown, subject = "routes resource config"): RoutingConfig {
   const input = (raw && typeof raw === "object" && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
-  if (raw !== input) throw new InputError(subject, [{ key: "config", message: "must be a mapping of the routing config", value: raw }]);
+  if (raw !== input)
+    throw new InputError(subject, [{ key: "config", message: "must be a mapping of the routing config", value: raw }]);
   const { data, problems } = checked(routingConfigSchema, input, {});
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
@@ -74,14 +96,20 @@ function secretValueProblems(raw: Record<string, unknown>, secretKeys: ReadonlyS
     .filter((k) => k in raw && known.has(k))
     .map((k) => ({
       key: configKey([k]),
-      message: "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
+      message:
+        "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
     }));
 }
 
 function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {
   const value = raw[KUBECONFIG_KEY];
   if (value === undefined || (typeof value === "string" && value.length > 0)) return [];
-  return [{ key: configKey([KUBECONFIG_KEY]), message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)" }];
+  return [
+    {
+      key: configKey([KUBECONFIG_KEY]),
+      message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)",
+    },
+  ];
 }
 
 /**
@@ -90,7 +118,12 @@ function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {
  * and line and the value as written. Then `more`, the problems of values no
  * file holds (the secrets).
  */
-function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, options: ParseOptions, more: Problem[] = []): { data?: z.output<T>; problems: Problem[] } {
+function checked<T extends z.ZodType>(
+  schema: T,
+  raw: Record<string, unknown>,
+  options: ParseOptions,
+  more: Problem[] = [],
+): { data?: z.output<T>; problems: Problem[] } {
   const result = schema.safeParse(raw, { reportInput: true });
   const located: Located[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, schema));
   for (const p of crossKeyProblems(raw)) located.push(locatedProblem(p.path, p.message, p.input));
@@ -99,7 +132,8 @@ function checked<T extends z.ZodType>(schema: T, raw: Record<string, unknown>, o
   const problems: Problem[] = [];
   for (const { path, problem } of located) {
     let p = problem;
-    if (secret.has(String(path[0])) && "value" in p) p = { key: p.key, message: `${p.message} (value not shown: it is a secret)` };
+    if (secret.has(String(path[0])) && "value" in p)
+      p = { key: p.key, message: `${p.message} (value not shown: it is a secret)` };
     const at = options.source?.at(path);
     // formatProblem shows the value as written in place of the value, where there is a value.
     if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, written: at.written };
@@ -153,11 +187,19 @@ export function readStackFileSource(path: string): { raw: Record<string, unknown
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new InputError(`stack file ${path}`, [{ key: path, message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}` }]);
+    throw new InputError(`stack file ${path}`, [
+      {
+        key: path,
+        message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
+      },
+    ]);
   }
   const yaml = parseYamlSource(text, path, `stack file ${path}`);
   const doc = yaml.value;
-  const source: ConfigSource = { file: path, at: ([top, ...rest]) => yaml.at(["config", `${PROJECT}:${top}`, ...rest]) };
+  const source: ConfigSource = {
+    file: path,
+    at: ([top, ...rest]) => yaml.at(["config", `${PROJECT}:${top}`, ...rest]),
+  };
   return { raw: stackFileConfig(doc, path), source };
 }
 
@@ -165,7 +207,9 @@ function stackFileConfig(doc: unknown, path: string): Record<string, unknown> {
   const config = (doc as { config?: unknown } | null)?.config;
   if (config === undefined || config === null) return {};
   if (typeof config !== "object" || Array.isArray(config)) {
-    throw new InputError(`stack file ${path}`, [{ key: `${path}: config`, message: "must be a mapping of config keys", value: config }]);
+    throw new InputError(`stack file ${path}`, [
+      { key: `${path}: config`, message: "must be a mapping of config keys", value: config },
+    ]);
   }
   const raw: Record<string, unknown> = {};
   for (const [fullKey, value] of Object.entries(config as Record<string, unknown>)) {
@@ -200,21 +244,35 @@ export function configKey(path: readonly PropertyKey[]): string {
 
 /** A problem of the value at `path` (a string path: a YAML source finds list items by "0" as by 0). */
 function locatedProblem(path: readonly PropertyKey[], message: string, value: unknown): Located {
-  return { path: path.map(String), problem: { key: configKey(path), message, ...(value === undefined ? {} : { value }) } };
+  return {
+    path: path.map(String),
+    problem: { key: configKey(path), message, ...(value === undefined ? {} : { value }) },
+  };
 }
 
 /** A schema issue as problems: parsed with `reportInput`, every issue carries the value it is about. */
 function toProblems(issue: z.core.$ZodIssue, schema: z.ZodType): Located[] {
   if (issue.code === "unrecognized_keys") {
     const object = issue.input as Record<string, unknown>;
-    return issue.keys.map((k) => locatedProblem([...issue.path, k], `unknown key; ${allowedKeys(schema, issue.path)}`, object[k]));
+    return issue.keys.map((k) =>
+      locatedProblem([...issue.path, k], `unknown key; ${allowedKeys(schema, issue.path)}`, object[k]),
+    );
   }
-  const message = issue.code === "invalid_type" && issue.input === undefined ? `is required (${issue.expected}; see the stack config reference in README.md)` : issue.message;
+  const message =
+    issue.code === "invalid_type" && issue.input === undefined
+      ? `is required (${issue.expected}; see the stack config reference in README.md)`
+      : issue.message;
   return [locatedProblem(issue.path, message, issue.input)];
 }
 
 /** What this file reads of a zod schema's definition (every zod schema has one). */
-type SchemaDef = { type: string; shape?: Record<string, unknown>; element?: unknown; innerType?: unknown; in?: unknown };
+type SchemaDef = {
+  type: string;
+  shape?: Record<string, unknown>;
+  element?: unknown;
+  innerType?: unknown;
+  in?: unknown;
+};
 const defOf = (schema: unknown): SchemaDef => (schema as { def: SchemaDef }).def;
 /** Schemas that wrap another: the keys allowed are those of the one inside (of a pipe, a transform: its input side). */
 const WRAPPERS = new Set(["default", "prefault", "optional", "nullable", "readonly", "catch", "pipe"]);

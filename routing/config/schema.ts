@@ -5,7 +5,13 @@
 import { z } from "zod";
 import { checkShift, overlapProblem, type Shift } from "../shifts.js";
 import { parseDuration, parseQuantity } from "../units.js";
-import { ANNOTATIONS_MAX_BYTES, isDnsSubdomain, isQualifiedName, labelSelectorProblem, QUALIFIED_NAME_HINT } from "./kubernetes.js";
+import {
+  ANNOTATIONS_MAX_BYTES,
+  isDnsSubdomain,
+  isQualifiedName,
+  labelSelectorProblem,
+  QUALIFIED_NAME_HINT,
+} from "./kubernetes.js";
 
 /** Refuses the value a refinement or transform is given (or the part of it at `path`), naming it as written: `input`. */
 function refuse(ctx: z.RefinementCtx, message: string, input: unknown, path: PropertyKey[] = []): void {
@@ -21,15 +27,19 @@ function listAt(value: unknown): unknown[] {
 
 /** A Kubernetes object name that must also be a DNS label (RFC 1123). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_LABEL_HINT = "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
-const DNS_NAME_HINT = "a lower-case DNS name such as example.org (labels of at most 63 letters, digits and '-', joined by dots, at most 253 characters)";
+const DNS_LABEL_HINT =
+  "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
+const DNS_NAME_HINT =
+  "a lower-case DNS name such as example.org (labels of at most 63 letters, digits and '-', joined by dots, at most 253 characters)";
 
 export const dnsLabel = z
   .string({ error: `must be ${DNS_LABEL_HINT}` })
   .max(63, { error: `must be ${DNS_LABEL_HINT}` })
   .regex(DNS_LABEL, { error: `must be ${DNS_LABEL_HINT}` });
 
-const dnsName = z.string({ error: `must be ${DNS_NAME_HINT}` }).refine(isDnsSubdomain, { error: `must be ${DNS_NAME_HINT}` });
+const dnsName = z
+  .string({ error: `must be ${DNS_NAME_HINT}` })
+  .refine(isDnsSubdomain, { error: `must be ${DNS_NAME_HINT}` });
 
 /**
  * A duration as Go and Kubernetes write them (250ms, 5s, 10m, 1h: one unit),
@@ -38,15 +48,19 @@ const dnsName = z.string({ error: `must be ${DNS_NAME_HINT}` }).refine(isDnsSubd
 const duration = (min: string, max: string, hint = "") => {
   const [lo, hi] = [parseDuration(min)!, parseDuration(max)!];
   const error = `must be a duration from ${min} to ${max}, written like 250ms, 5s, 10m or 1h${hint}`;
-  return z.string({ error }).refine((text) => {
-    const ms = parseDuration(text, ["ms", "s", "m", "h"]);
-    return ms !== undefined && ms >= lo && ms <= hi;
-  }, { error });
+  return z.string({ error }).refine(
+    (text) => {
+      const ms = parseDuration(text, ["ms", "s", "m", "h"]);
+      return ms !== undefined && ms >= lo && ms <= hi;
+    },
+    { error },
+  );
 };
 
 /** Kubernetes resource quantities (cpu: 500m, 0.5, 2; memory: 256Mi, 1Gi, 1.5G), more than zero. */
 const CPU_HINT = "must be a CPU quantity Kubernetes accepts, such as 250m, 0.5 or 2, of at least 1m";
-const MEMORY_HINT = "must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1.5G: a whole number of bytes, more than zero";
+const MEMORY_HINT =
+  "must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1.5G: a whole number of bytes, more than zero";
 /** Each resource's quantity, when it is one the schema accepts. */
 const QUANTITY_OK = {
   cpu: (q: unknown) => typeof q === "string" && (parseQuantity(q) ?? 0) >= 0.001,
@@ -66,10 +80,17 @@ const intIn = (min: number, max: number, what = "a whole number") => {
 const port = intIn(1, 65535, "a port number");
 
 /** An equality-based label selector: `key=value` terms joined by commas. */
-const labelSelector = z.string({ error: "must be a label selector such as envoy-gateways.io/routes=dev" }).superRefine((s, ctx) => {
-  const problem = labelSelectorProblem(s);
-  if (problem) refuse(ctx, `must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev: ${problem}`, s);
-});
+const labelSelector = z
+  .string({ error: "must be a label selector such as envoy-gateways.io/routes=dev" })
+  .superRefine((s, ctx) => {
+    const problem = labelSelectorProblem(s);
+    if (problem)
+      refuse(
+        ctx,
+        `must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev: ${problem}`,
+        s,
+      );
+  });
 
 /** Annotations of an object: keys Kubernetes accepts, string values, 256 KiB in all. */
 const annotations = z
@@ -80,7 +101,12 @@ const annotations = z
       if (!isQualifiedName(key)) refuse(ctx, `the annotation key must be ${QUALIFIED_NAME_HINT}`, key, [key]);
       bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
     }
-    if (bytes > ANNOTATIONS_MAX_BYTES) refuse(ctx, `hold ${bytes.toLocaleString("en-US")} bytes; Kubernetes allows ${ANNOTATIONS_MAX_BYTES.toLocaleString("en-US")} in all`, undefined);
+    if (bytes > ANNOTATIONS_MAX_BYTES)
+      refuse(
+        ctx,
+        `hold ${bytes.toLocaleString("en-US")} bytes; Kubernetes allows ${ANNOTATIONS_MAX_BYTES.toLocaleString("en-US")} in all`,
+        undefined,
+      );
   });
 
 /** The parts of an image reference ([registry[:port]/]path[:tag][@sha256:<64 hex>]), or undefined when it is not one reference. */
@@ -91,13 +117,15 @@ export function parseImageReference(image: string): { name: string; tag?: string
   const components = name.split("/");
   // A first component with a dot or a port, or localhost, is the registry.
   const registry = components.length > 1 && /[.:]|^localhost$/.test(components[0]!) ? components.shift()! : undefined;
-  if (registry !== undefined && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$/.test(registry)) return undefined;
+  if (registry !== undefined && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$/.test(registry))
+    return undefined;
   if (!components.every((c) => /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*$/.test(c))) return undefined;
   if (image.length > 255 + 129 + 72) return undefined;
   return { name, ...(tag !== undefined ? { tag } : {}), ...(digest !== undefined ? { digest } : {}) };
 }
 
-const IMAGE_HINT = "one image reference such as envoyproxy/envoy:v1.40.0, registry.example.org:5000/team/app:1.2.3 or ...@sha256:<64 hex>";
+const IMAGE_HINT =
+  "one image reference such as envoyproxy/envoy:v1.40.0, registry.example.org:5000/team/app:1.2.3 or ...@sha256:<64 hex>";
 
 /**
  * True when an image reference is pinned: a version tag (v1.40.0,
@@ -105,7 +133,10 @@ const IMAGE_HINT = "one image reference such as envoyproxy/envoy:v1.40.0, regist
  */
 export function isPinnedImage(image: string): boolean {
   const ref = parseImageReference(image);
-  return ref !== undefined && (ref.digest !== undefined || (ref.tag !== undefined && /^v?\d+\.\d+\.\d+([-.+][0-9A-Za-z.-]+)?$/.test(ref.tag)));
+  return (
+    ref !== undefined &&
+    (ref.digest !== undefined || (ref.tag !== undefined && /^v?\d+\.\d+\.\d+([-.+][0-9A-Za-z.-]+)?$/.test(ref.tag)))
+  );
 }
 
 const imageReference = z
@@ -113,7 +144,8 @@ const imageReference = z
   .refine((image) => parseImageReference(image) !== undefined, { error: `must be ${IMAGE_HINT}`, abort: true });
 
 const envoyImage = imageReference.refine(isPinnedImage, {
-  error: "must be pinned to a version tag or a digest (envoyproxy/envoy:v1.40.0 or ...@sha256:<64 hex>), never latest or untagged",
+  error:
+    "must be pinned to a version tag or a digest (envoyproxy/envoy:v1.40.0 or ...@sha256:<64 hex>), never latest or untagged",
 });
 
 const resources = z
@@ -128,13 +160,21 @@ const resources = z
       // A bad quantity is reported as such, once; only two good ones are compared.
       if (!QUANTITY_OK[kind](r?.requests?.[kind]) || !QUANTITY_OK[kind](r?.limits?.[kind])) continue;
       const [request, limit] = [parseQuantity(r.requests[kind])!, parseQuantity(r.limits[kind])!];
-      if (request > limit) refuse(ctx, `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`, r.requests[kind], ["requests", kind]);
+      if (request > limit)
+        refuse(
+          ctx,
+          `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`,
+          r.requests[kind],
+          ["requests", kind],
+        );
     }
   });
 
 const gatewayService = z.strictObject({
   /** Kubernetes Service type in front of the gateway pods. */
-  type: z.enum(["LoadBalancer", "NodePort", "ClusterIP"], { error: "must be LoadBalancer, NodePort or ClusterIP" }).default("LoadBalancer"),
+  type: z
+    .enum(["LoadBalancer", "NodePort", "ClusterIP"], { error: "must be LoadBalancer, NodePort or ClusterIP" })
+    .default("LoadBalancer"),
   /** A static load-balancer IP (optional). */
   loadBalancerIP: z.ipv4({ error: "must be an IPv4 address" }).optional(),
   /** Annotations for the Service (cloud load-balancer settings, such as an internal LB). */
@@ -172,32 +212,58 @@ export const BROWSER_SECURITY_HEADERS: SecurityHeaders = {
 
 const HEADER_NAME = /^[a-z0-9!#$&'*+.^_`|~-]+$/;
 /** Headers a gateway must not set on responses: framing, connection management, cookies. */
-const NOT_SETTABLE = new Set(["connection", "content-length", "keep-alive", "proxy-connection", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
+const NOT_SETTABLE = new Set([
+  "connection",
+  "content-length",
+  "keep-alive",
+  "proxy-connection",
+  "set-cookie",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
 const HEADER_VALUE_MAX = 4096;
 const HEADER_VALUE_HINT = `a header value (printable ASCII, no line breaks, no leading or trailing space, at most ${HEADER_VALUE_MAX.toLocaleString("en-US")} characters), { value: <that>, replace: true } to replace the service's own, or false to add none`;
-const isHeaderValue = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length <= HEADER_VALUE_MAX && /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(v);
+const isHeaderValue = (v: unknown): v is string =>
+  typeof v === "string" &&
+  v.length > 0 &&
+  v.length <= HEADER_VALUE_MAX &&
+  /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(v);
 
 /** A map of security headers (see `SecurityHeaders`), each entry checked on its own. */
-const securityHeaders = z.record(z.string(), z.unknown(), { error: "must be a mapping of header name to value" }).transform((map, ctx): SecurityHeaders => {
-  const out: SecurityHeaders = {};
-  for (const [name, entry] of Object.entries(map)) {
-    if (!HEADER_NAME.test(name)) {
-      refuse(ctx, "is not a header name: lower-case letters, digits and !#$&'*+.^_`|~- only", name, [name]);
-      continue;
+const securityHeaders = z
+  .record(z.string(), z.unknown(), { error: "must be a mapping of header name to value" })
+  .transform((map, ctx): SecurityHeaders => {
+    const out: SecurityHeaders = {};
+    for (const [name, entry] of Object.entries(map)) {
+      if (!HEADER_NAME.test(name)) {
+        refuse(ctx, "is not a header name: lower-case letters, digits and !#$&'*+.^_`|~- only", name, [name]);
+        continue;
+      }
+      if (NOT_SETTABLE.has(name)) {
+        refuse(ctx, `is a header the gateway must not set on responses (${[...NOT_SETTABLE].join(", ")})`, name, [
+          name,
+        ]);
+        continue;
+      }
+      if (entry === false) out[name] = false;
+      else if (isHeaderValue(entry)) out[name] = { value: entry, replace: false };
+      else if (
+        entry &&
+        typeof entry === "object" &&
+        !Array.isArray(entry) &&
+        Object.keys(entry).every((k) => k === "value" || k === "replace") &&
+        isHeaderValue((entry as { value?: unknown }).value) &&
+        typeof ((entry as { replace?: unknown }).replace ?? false) === "boolean"
+      ) {
+        const e = entry as { value: string; replace?: boolean };
+        out[name] = { value: e.value, replace: e.replace ?? false };
+      } else refuse(ctx, `must be ${HEADER_VALUE_HINT}`, entry, [name]);
     }
-    if (NOT_SETTABLE.has(name)) {
-      refuse(ctx, `is a header the gateway must not set on responses (${[...NOT_SETTABLE].join(", ")})`, name, [name]);
-      continue;
-    }
-    if (entry === false) out[name] = false;
-    else if (isHeaderValue(entry)) out[name] = { value: entry, replace: false };
-    else if (entry && typeof entry === "object" && !Array.isArray(entry) && Object.keys(entry).every((k) => k === "value" || k === "replace") && isHeaderValue((entry as { value?: unknown }).value) && typeof ((entry as { replace?: unknown }).replace ?? false) === "boolean") {
-      const e = entry as { value: string; replace?: boolean };
-      out[name] = { value: e.value, replace: e.replace ?? false };
-    } else refuse(ctx, `must be ${HEADER_VALUE_HINT}`, entry, [name]);
-  }
-  return out;
-});
+    return out;
+  });
 
 /** `over` merged onto `base`, entry by entry. */
 export function mergeSecurityHeaders(base: SecurityHeaders, over: SecurityHeaders | undefined): SecurityHeaders {
@@ -227,9 +293,23 @@ const retryCount = intIn(0, 10, "a whole number of retries");
  */
 export const GATEWAY_ROLES = {
   /** Internet-facing: <service>.<domain>, the services' aliases, ACME challenges. */
-  gateway: { domainKey: "domain", serveAliases: true, acme: true, compression: false, authenticateMetrics: true, securityHeaders: BROWSER_SECURITY_HEADERS },
+  gateway: {
+    domainKey: "domain",
+    serveAliases: true,
+    acme: true,
+    compression: false,
+    authenticateMetrics: true,
+    securityHeaders: BROWSER_SECURITY_HEADERS,
+  },
   /** In-cluster clients: <service>.<internalDomain>, compressed responses. */
-  "internal-gateway": { domainKey: "internalDomain", serveAliases: false, acme: false, compression: true, authenticateMetrics: false, securityHeaders: {} as SecurityHeaders },
+  "internal-gateway": {
+    domainKey: "internalDomain",
+    serveAliases: false,
+    acme: false,
+    compression: true,
+    authenticateMetrics: false,
+    securityHeaders: {} as SecurityHeaders,
+  },
 } as const;
 
 type GatewayRole = (typeof GATEWAY_ROLES)[keyof typeof GATEWAY_ROLES];
@@ -264,13 +344,16 @@ const gatewaySettings = (role: GatewayRole) =>
       /** Browser security headers added to responses, merged over the role's defaults (false drops one). */
       securityHeaders: securityHeaders.transform((h) => mergeSecurityHeaders(role.securityHeaders, h)).prefault({}),
     })
-    .superRefine((g, ctx) => {
-      // Two good replica counts are compared; a bad one is reported as such, once.
-      const good = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 100;
-      if (good(g?.maxReplicas) && good(g?.replicas) && g.maxReplicas < g.replicas) {
-        refuse(ctx, `must be at least replicas (${g.replicas})`, g.maxReplicas, ["maxReplicas"]);
-      }
-    }, { when: () => true });
+    .superRefine(
+      (g, ctx) => {
+        // Two good replica counts are compared; a bad one is reported as such, once.
+        const good = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 100;
+        if (good(g?.maxReplicas) && good(g?.replicas) && g.maxReplicas < g.replicas) {
+          refuse(ctx, `must be at least replicas (${g.replicas})`, g.maxReplicas, ["maxReplicas"]);
+        }
+      },
+      { when: () => true },
+    );
 
 const productionService = z.strictObject({
   /** Service name: served at <name>.<domain> and <name>.<internalDomain>. */
@@ -286,7 +369,10 @@ const productionService = z.strictObject({
   /** Container image: when set, the program also declares the service's Deployment (pinning is the policy pack's images-pinned rule). */
   image: imageReference.optional(),
   /** Versions (stacks) running side by side, each behind a headless Service <name>-<version>; traffic moves between them by shifts. */
-  versions: z.array(dnsLabel).min(2, { error: "must list at least two versions (leave it out for a single one)" }).optional(),
+  versions: z
+    .array(dnsLabel)
+    .min(2, { error: "must list at least two versions (leave it out for a single one)" })
+    .optional(),
   /** Upper bound on one request's time (default upstream.routeTimeout; 0s: none, for streaming responses). */
   routeTimeout: duration("0s", "720h", " (0s: no bound)").optional(),
   /** Retries of a failed request (default upstream.retries; 0: none). */
@@ -323,14 +409,18 @@ const shift = z.strictObject({
 
 const upstream = z.strictObject({
   /** Load-balancing policy across the pods of a service. */
-  lbPolicy: z.enum(["ROUND_ROBIN", "LEAST_REQUEST"], { error: "must be ROUND_ROBIN or LEAST_REQUEST" }).default("LEAST_REQUEST"),
+  lbPolicy: z
+    .enum(["ROUND_ROBIN", "LEAST_REQUEST"], { error: "must be ROUND_ROBIN or LEAST_REQUEST" })
+    .default("LEAST_REQUEST"),
   /** TCP+TLS connect timeout to a pod. */
   connectTimeout: duration("1ms", "1h").default("3s"),
   /** How often pod addresses are re-resolved when DNS gives no TTL (TTLs are honoured). */
   dnsRefreshRate: duration("10ms", "1h").default("5s"),
   /** Address families asked of DNS for pod addresses (one query per family and refresh); pod IPs are IPv4 here. */
   dnsLookupFamily: z
-    .enum(["V4_ONLY", "V6_ONLY", "V4_PREFERRED", "AUTO", "ALL"], { error: "must be V4_ONLY, V6_ONLY, V4_PREFERRED, AUTO or ALL" })
+    .enum(["V4_ONLY", "V6_ONLY", "V4_PREFERRED", "AUTO", "ALL"], {
+      error: "must be V4_ONLY, V6_ONLY, V4_PREFERRED, AUTO or ALL",
+    })
     .default("V4_ONLY"),
   /** Protocol spoken to the pods over TLS. */
   protocol: z.enum(["http1", "http2"], { error: "must be http1 or http2" }).default("http1"),
@@ -429,14 +519,20 @@ const auth = z.strictObject({
   /** Path prefix of the check request (the original path is appended). */
   pathPrefix: z
     .string({ error: "must be a path starting with /" })
-    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, { error: "must be a path starting with / (URL path characters only)" })
+    .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, {
+      error: "must be a path starting with / (URL path characters only)",
+    })
     .default("/api/v1alpha/verify_dev_credentials"),
   /** Login page a 401 redirects to; the original URL is appended as next=... (default https://auth.<domain>/login). */
-  loginUrl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://auth.example.org/login" }).optional(),
+  loginUrl: z
+    .url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://auth.example.org/login" })
+    .optional(),
   /** Time allowed for one check. */
   timeout: duration("1ms", "1h").default("500ms"),
   /** Request headers passed to the auth service (case-insensitive). */
-  allowedHeaders: z.array(z.string().regex(/^[a-z0-9-]+$/, { error: "must be lower-case header names" })).default(["cookie", "authorization"]),
+  allowedHeaders: z
+    .array(z.string().regex(/^[a-z0-9-]+$/, { error: "must be lower-case header names" }))
+    .default(["cookie", "authorization"]),
 });
 
 const stats = z.strictObject({
@@ -496,13 +592,27 @@ export const stackConfigSchema = z
   .transform((c) => ({ ...c, gateways: resolveGateways(c), edge: resolveEdge(c.edge) }));
 
 /** The per-listener connection limits filled in: the plain-HTTP listener a tenth of the pod's, HTTPS the rest. */
-function resolveEdge<E extends { maxConnections: number; httpMaxConnections?: number | undefined; httpsMaxConnections?: number | undefined }>(edge: E): E & { httpMaxConnections: number; httpsMaxConnections: number } {
+function resolveEdge<
+  E extends {
+    maxConnections: number;
+    httpMaxConnections?: number | undefined;
+    httpsMaxConnections?: number | undefined;
+  },
+>(edge: E): E & { httpMaxConnections: number; httpsMaxConnections: number } {
   const http = edge.httpMaxConnections ?? Math.max(1, Math.ceil(edge.maxConnections / 10));
-  return { ...edge, httpMaxConnections: http, httpsMaxConnections: edge.httpsMaxConnections ?? Math.max(1, edge.maxConnections - http) };
+  return {
+    ...edge,
+    httpMaxConnections: http,
+    httpsMaxConnections: edge.httpsMaxConnections ?? Math.max(1, edge.maxConnections - http),
+  };
 }
 
 /** Each gateway's settings with what its role decides filled in: the domain it serves and its dev/PR host. */
-function resolveGateways<G extends { devHost?: string | undefined }>(c: { domain: string; internalDomain: string; gateways: Record<GatewayName, G> }): Record<GatewayName, G & { domain: string; devHost: string }> {
+function resolveGateways<G extends { devHost?: string | undefined }>(c: {
+  domain: string;
+  internalDomain: string;
+  gateways: Record<GatewayName, G>;
+}): Record<GatewayName, G & { domain: string; devHost: string }> {
   const out = {} as Record<GatewayName, G & { domain: string; devHost: string }>;
   for (const gateway of GATEWAYS) {
     const settings = c.gateways[gateway];
@@ -523,9 +633,24 @@ export function crossKeyProblems(raw: Record<string, unknown>): CrossKeyProblem[
     const name = (s as { name?: unknown } | null)?.name;
     if (typeof name !== "string") return;
     const first = seen.get(name);
-    if (first !== undefined) problems.push({ path: ["services", i, "name"], input: name, message: `duplicates services[${first}].name; service names must be unique` });
-    else if ((GATEWAYS as readonly string[]).includes(name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of a gateway's own Service; choose another name` });
-    else if (GATEWAYS.some((g) => gatewayPodsService(g) === name)) problems.push({ path: ["services", i, "name"], input: name, message: `is the name of the headless Service of a gateway's own pods; choose another name` });
+    if (first !== undefined)
+      problems.push({
+        path: ["services", i, "name"],
+        input: name,
+        message: `duplicates services[${first}].name; service names must be unique`,
+      });
+    else if ((GATEWAYS as readonly string[]).includes(name))
+      problems.push({
+        path: ["services", i, "name"],
+        input: name,
+        message: `is the name of a gateway's own Service; choose another name`,
+      });
+    else if (GATEWAYS.some((g) => gatewayPodsService(g) === name))
+      problems.push({
+        path: ["services", i, "name"],
+        input: name,
+        message: `is the name of the headless Service of a gateway's own pods; choose another name`,
+      });
     else seen.set(name, i);
   });
   problems.push(...shiftConfigProblems(raw), ...derivedNameProblems(raw), ...listenerLimitProblems(raw));
@@ -544,7 +669,11 @@ function listenerLimitProblems(raw: Record<string, unknown>): CrossKeyProblem[] 
   const total = typeof edge.maxConnections === "number" ? edge.maxConnections : 50000;
   return (["httpsMaxConnections", "httpMaxConnections"] as const)
     .filter((key) => Number.isInteger(edge[key]) && (edge[key] as number) > total)
-    .map((key) => ({ path: ["edge", key], input: edge[key], message: `must be at most edge.maxConnections (${total.toLocaleString("en-US")}), the limit of the whole pod` }));
+    .map((key) => ({
+      path: ["edge", key],
+      input: edge[key],
+      message: `must be at most edge.maxConnections (${total.toLocaleString("en-US")}), the limit of the whole pod`,
+    }));
 }
 
 /**
@@ -568,7 +697,10 @@ function derivedNameProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
   const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
   // Entries may be anything (null among them); those without a valid name are skipped first.
   const services = listAt(raw.services) as { name?: unknown; versions?: unknown; aliases?: unknown }[];
-  const gateways = (raw.gateways && typeof raw.gateways === "object" ? raw.gateways : {}) as Record<string, Record<string, unknown> | undefined>;
+  const gateways = (raw.gateways && typeof raw.gateways === "object" ? raw.gateways : {}) as Record<
+    string,
+    Record<string, unknown> | undefined
+  >;
   const namespace = str(raw.namespace) ?? "default";
   const clusterDomain = str(raw.clusterDomain) ?? "cluster.local";
   // A bad or duplicate name is reported by the schema and the checks above, once: not again here.
@@ -586,26 +718,43 @@ function derivedNameProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
     if (!domain || !isDnsSubdomain(domain)) continue;
     const devHost = str(g.devHost) ?? `internal.${domain}`;
     const serveAliases = typeof g.serveAliases === "boolean" ? g.serveAliases : GATEWAY_ROLES[gateway].serveAliases;
-    const hosts = new Map<string, string>([[devHost, `the dev/PR host of ${gateway} (envoy-gateways:gateways.${gateway}.devHost)`]]);
+    const hosts = new Map<string, string>([
+      [devHost, `the dev/PR host of ${gateway} (envoy-gateways:gateways.${gateway}.devHost)`],
+    ]);
     // The default dev/PR host: a given one was checked as a DNS name already. Too long, the domain is at fault, for every host.
     if (g.devHost === undefined && !isDnsSubdomain(devHost)) {
-      out.push({ path: [GATEWAY_ROLES[gateway].domainKey], input: domain, message: `gives ${gateway} hosts longer than the 253 characters DNS allows (its dev/PR host internal.<domain>, and <service>.<domain>); shorten it (or set gateways.${gateway}.devHost)` });
+      out.push({
+        path: [GATEWAY_ROLES[gateway].domainKey],
+        input: domain,
+        message: `gives ${gateway} hosts longer than the 253 characters DNS allows (its dev/PR host internal.<domain>, and <service>.<domain>); shorten it (or set gateways.${gateway}.devHost)`,
+      });
       continue;
     }
     const claim = (host: string, path: (string | number)[], what: string) => {
       const other = hosts.get(host);
-      if (other) out.push({ path, input: host, message: `${what} ${host} on ${gateway} is also ${other}; each host is served once` });
+      if (other)
+        out.push({
+          path,
+          input: host,
+          message: `${what} ${host} on ${gateway} is also ${other}; each host is served once`,
+        });
       else hosts.set(host, `${what} of envoy-gateways:${pathKey(path)}`);
     };
     services.forEach((s, i) => {
       const name = str(s?.name);
       if (!valid(name, i)) return;
       const host = `${name}.${domain}`;
-      if (!isDnsSubdomain(host)) out.push({ path: ["services", i, "name"], input: name, message: `gives the host ${host} on ${gateway}, longer than the 253 characters DNS allows` });
+      if (!isDnsSubdomain(host))
+        out.push({
+          path: ["services", i, "name"],
+          input: name,
+          message: `gives the host ${host} on ${gateway}, longer than the 253 characters DNS allows`,
+        });
       else claim(host, ["services", i, "name"], "the host");
       if (!serveAliases || !Array.isArray(s.aliases)) return;
       s.aliases.forEach((alias: unknown, j: number) => {
-        if (typeof alias === "string" && isDnsSubdomain(alias)) claim(alias, ["services", i, "aliases", j], "the alias");
+        if (typeof alias === "string" && isDnsSubdomain(alias))
+          claim(alias, ["services", i, "aliases", j], "the alias");
       });
     });
   }
@@ -618,19 +767,39 @@ function derivedNameProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
     const versions = Array.isArray(s.versions) ? s.versions : undefined;
     const own = (service: string, path: (string | number)[], what: string) => {
       const other = owners.get(service);
-      if (other) out.push({ path, input: path.length === 4 ? versions![path[3] as number] : name, message: `${what} is the Service ${service}, which is also ${other}; choose another name` });
+      if (other)
+        out.push({
+          path,
+          input: path.length === 4 ? versions![path[3] as number] : name,
+          message: `${what} is the Service ${service}, which is also ${other}; choose another name`,
+        });
       else owners.set(service, `the Service of envoy-gateways:${pathKey(path)}`);
       const host = `${service}.${namespace}.svc.${clusterDomain}`;
-      if (host.length > 253) out.push({ path, input: service, message: `${what}'s Service name gives the upstream host ${host}, longer than the 253 characters DNS allows` });
+      if (host.length > 253)
+        out.push({
+          path,
+          input: service,
+          message: `${what}'s Service name gives the upstream host ${host}, longer than the 253 characters DNS allows`,
+        });
     };
     if (!versions) return own(name, ["services", i, "name"], "this service");
     const seen = new Set<string>();
     versions.forEach((v: unknown, j: number) => {
       if (typeof v !== "string" || !isDnsLabelName(v)) return;
-      if (seen.has(v)) return out.push({ path: ["services", i, "versions", j], input: v, message: `is listed twice; each version is listed once` });
+      if (seen.has(v))
+        return out.push({
+          path: ["services", i, "versions", j],
+          input: v,
+          message: `is listed twice; each version is listed once`,
+        });
       seen.add(v);
       const service = `${name}-${v}`;
-      if (service.length > 63) return out.push({ path: ["services", i, "versions", j], input: v, message: `gives the Service ${service}, longer than the 63 characters a Kubernetes name allows` });
+      if (service.length > 63)
+        return out.push({
+          path: ["services", i, "versions", j],
+          input: v,
+          message: `gives the Service ${service}, longer than the 63 characters a Kubernetes name allows`,
+        });
       own(service, ["services", i, "versions", j], "this version");
     });
   });
@@ -652,21 +821,35 @@ function shiftConfigProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
   const services = listAt(raw.services) as ({ name?: unknown; versions?: unknown } | null)[];
   const shifts = listAt(raw.shifts) as (Record<string, unknown> | null)[];
   const versionsOf = new Map<string, string[]>();
-  for (const s of services) if (typeof s?.name === "string") versionsOf.set(s.name, Array.isArray(s.versions) ? (s.versions as unknown[]).filter((v): v is string => typeof v === "string") : []);
+  for (const s of services)
+    if (typeof s?.name === "string")
+      versionsOf.set(
+        s.name,
+        Array.isArray(s.versions) ? (s.versions as unknown[]).filter((v): v is string => typeof v === "string") : [],
+      );
   const parsed = new Map<string, Shift[]>();
   shifts.forEach((sh, i) => {
     if (!sh || typeof sh !== "object" || typeof sh.service !== "string") return;
     const versions = versionsOf.get(sh.service);
     if (versions === undefined) {
-      out.push({ path: ["shifts", i, "service"], input: sh.service, message: "is not a service of this stack (envoy-gateways:services)" });
+      out.push({
+        path: ["shifts", i, "service"],
+        input: sh.service,
+        message: "is not a service of this stack (envoy-gateways:services)",
+      });
       return;
     }
     if (versions.length < 2) {
-      out.push({ path: ["shifts", i, "service"], input: sh.service, message: "has no versions to shift between; list them in its versions" });
+      out.push({
+        path: ["shifts", i, "service"],
+        input: sh.service,
+        message: "has no versions to shift between; list them in its versions",
+      });
       return;
     }
     const checked = checkShift(sh.service, sh, versions);
-    for (const p of checked.problems) out.push({ path: p.field ? ["shifts", i, p.field] : ["shifts", i], input: p.value, message: p.message });
+    for (const p of checked.problems)
+      out.push({ path: p.field ? ["shifts", i, p.field] : ["shifts", i], input: p.value, message: p.message });
     if (checked.shift) (parsed.get(sh.service) ?? parsed.set(sh.service, []).get(sh.service)!).push(checked.shift);
   });
   for (const [service, list] of parsed) {
@@ -674,8 +857,17 @@ function shiftConfigProblems(raw: Record<string, unknown>): CrossKeyProblem[] {
     if (problem) out.push({ path: ["shifts"], input: undefined, message: problem });
   }
   services.forEach((s, i) => {
-    if (typeof s?.name === "string" && Array.isArray(s.versions) && s.versions.length >= 2 && !shifts.some((sh) => sh?.service === s.name)) {
-      out.push({ path: ["services", i, "versions"], input: s.versions, message: `${s.name} has several versions but no shift in envoy-gateways:shifts says how to split its traffic` });
+    if (
+      typeof s?.name === "string" &&
+      Array.isArray(s.versions) &&
+      s.versions.length >= 2 &&
+      !shifts.some((sh) => sh?.service === s.name)
+    ) {
+      out.push({
+        path: ["services", i, "versions"],
+        input: s.versions,
+        message: `${s.name} has several versions but no shift in envoy-gateways:shifts says how to split its traffic`,
+      });
     }
   });
   return out;
@@ -724,12 +916,29 @@ export const routingConfigSchema = z.strictObject({
   namespace: dnsLabel,
   gateways: z.strictObject({ gateway: gatewayRouting, "internal-gateway": gatewayRouting }),
   services: z.array(
-    productionService.pick({ name: true, rateLimit: true, websocket: true, aliases: true, versions: true, routeTimeout: true, retries: true, retryResetMethods: true, authenticateMetrics: true, securityHeaders: true }),
+    productionService.pick({
+      name: true,
+      rateLimit: true,
+      websocket: true,
+      aliases: true,
+      versions: true,
+      routeTimeout: true,
+      retries: true,
+      retryResetMethods: true,
+      authenticateMetrics: true,
+      securityHeaders: true,
+    }),
   ),
   shifts: z.array(shift),
   devNamespaces: devNamespaces.pick({ rateLimit: true, upstreamTls: true }),
   upstream,
-  edge: edge.pick({ bufferLimitBytes: true, websocketIdleTimeout: true, http2MaxConcurrentStreams: true, http2InitialStreamWindowSize: true, http2InitialConnectionWindowSize: true }),
+  edge: edge.pick({
+    bufferLimitBytes: true,
+    websocketIdleTimeout: true,
+    http2MaxConcurrentStreams: true,
+    http2InitialStreamWindowSize: true,
+    http2InitialConnectionWindowSize: true,
+  }),
 });
 
 export type RoutingConfig = z.output<typeof routingConfigSchema>;
@@ -748,7 +957,10 @@ export function routingConfig(config: StackConfig): RoutingConfig {
   return {
     clusterDomain: config.clusterDomain,
     namespace: config.namespace,
-    gateways: { gateway: gateway(config.gateways.gateway), "internal-gateway": gateway(config.gateways["internal-gateway"]) },
+    gateways: {
+      gateway: gateway(config.gateways.gateway),
+      "internal-gateway": gateway(config.gateways["internal-gateway"]),
+    },
     services: config.services.map((s) => ({
       name: s.name,
       ...(s.rateLimit !== undefined ? { rateLimit: s.rateLimit } : {}),

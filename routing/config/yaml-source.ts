@@ -19,7 +19,13 @@ export function parseYamlSource(text: string, file: string, subject: string): Ya
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { merge: true, lineCounter, prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length) {
-    throw new InputError(subject, doc.errors.map((e) => ({ key: `${file}:${e.linePos?.[0]?.line ?? "?"}`, message: `is not valid YAML: ${e.message}` })));
+    throw new InputError(
+      subject,
+      doc.errors.map((e) => ({
+        key: `${file}:${e.linePos?.[0]?.line ?? "?"}`,
+        message: `is not valid YAML: ${e.message}`,
+      })),
+    );
   }
   const value = doc.toJS({ maxAliasCount: 1000 });
   return {

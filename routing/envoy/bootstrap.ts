@@ -51,12 +51,18 @@ export function overloadManager(ctx: GatewayContext): Json {
       { name: heapMonitor, typed_config: { "@type": TYPE.fixedHeap, max_heap_size_bytes: heap } },
       {
         name: "envoy.resource_monitors.global_downstream_max_connections",
-        typed_config: { "@type": TYPE.downstreamConnections, max_active_downstream_connections: ctx.config.edge.maxConnections },
+        typed_config: {
+          "@type": TYPE.downstreamConnections,
+          max_active_downstream_connections: ctx.config.edge.maxConnections,
+        },
       },
     ],
     actions: [
       { name: "envoy.overload_actions.shrink_heap", triggers: [{ name: heapMonitor, threshold: { value: 0.95 } }] },
-      { name: "envoy.overload_actions.stop_accepting_requests", triggers: [{ name: heapMonitor, threshold: { value: 0.98 } }] },
+      {
+        name: "envoy.overload_actions.stop_accepting_requests",
+        triggers: [{ name: heapMonitor, threshold: { value: 0.98 } }],
+      },
     ],
   };
 }

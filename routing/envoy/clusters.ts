@@ -22,14 +22,23 @@ export function serviceClusters(ctx: XdsContext, table: RoutingTable): Json[] {
  * family asked), port 443, upstream TLS, circuit breakers, outlier detection,
  * bounded per-connection buffers.
  */
-export function serviceCluster(ctx: XdsContext, service: RoutedService, version: ServiceVersion, kind: "production" | "dev"): Json {
+export function serviceCluster(
+  ctx: XdsContext,
+  service: RoutedService,
+  version: ServiceVersion,
+  kind: "production" | "dev",
+): Json {
   const name = version.cluster;
   const shared = ctx.shared;
   const cluster: Json = {
     "@type": TYPE.cluster,
     name,
     cluster_type: shared.dnsCluster,
-    load_assignment: loadAssignment(name, serviceHost(version.service, service.namespace, ctx.config.clusterDomain), UPSTREAM_PORT),
+    load_assignment: loadAssignment(
+      name,
+      serviceHost(version.service, service.namespace, ctx.config.clusterDomain),
+      UPSTREAM_PORT,
+    ),
     connect_timeout: shared.connectTimeout,
   };
   if (ctx.config.upstream.lbPolicy !== "ROUND_ROBIN") cluster.lb_policy = ctx.config.upstream.lbPolicy;
@@ -44,12 +53,20 @@ export function serviceCluster(ctx: XdsContext, service: RoutedService, version:
 }
 
 /** A bootstrap cluster for one in-cluster Service, resolved like the routed ones, with the same bounded buffers. */
-function serviceDnsCluster(ctx: XdsContext, name: string, target: { service: string; namespace: string; port: number }): Json {
+function serviceDnsCluster(
+  ctx: XdsContext,
+  name: string,
+  target: { service: string; namespace: string; port: number },
+): Json {
   return {
     name,
     cluster_type: ctx.shared.dnsCluster,
     connect_timeout: ctx.shared.connectTimeout,
-    load_assignment: loadAssignment(name, serviceHost(target.service, target.namespace, ctx.config.clusterDomain), target.port),
+    load_assignment: loadAssignment(
+      name,
+      serviceHost(target.service, target.namespace, ctx.config.clusterDomain),
+      target.port,
+    ),
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
   };
 }

@@ -4,7 +4,16 @@
 // anchor) and refers to it from every cluster or route (an alias), which keeps
 // the ConfigMap small; Envoy's YAML loader expands the aliases.
 import type { GatewayName, GatewaySettings, RoutingConfig, SecurityHeaders, StackConfig } from "../config/schema.js";
-import { DNS_CLUSTER_TYPE, FILTER, POD_PATHS, POD_PORTS, TYPE, type EnvoyPaths, type Json, type ListenerPorts } from "./types.js";
+import {
+  DNS_CLUSTER_TYPE,
+  FILTER,
+  POD_PATHS,
+  POD_PORTS,
+  TYPE,
+  type EnvoyPaths,
+  type Json,
+  type ListenerPorts,
+} from "./types.js";
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
 import { envoyDuration, formatLiteral } from "./units.js";
 import { ExtAuthzDisabled, ExtAuthzEnabled, localRateLimit } from "./filters.js";
@@ -73,7 +82,10 @@ export interface SharedParts {
 }
 
 /** Whether a production service's /metrics requires developer auth on a gateway: the service's choice, else the gateway's. */
-export function metricsAuthenticated(settings: { authenticateMetrics: boolean }, service: { authenticateMetrics?: boolean | undefined }): boolean {
+export function metricsAuthenticated(
+  settings: { authenticateMetrics: boolean },
+  service: { authenticateMetrics?: boolean | undefined },
+): boolean {
   return service.authenticateMetrics ?? settings.authenticateMetrics;
 }
 
@@ -82,7 +94,10 @@ export function metricsAuthenticated(settings: { authenticateMetrics: boolean },
  * production service's /metrics. The bootstrap (the filter, its cluster, the
  * login redirect) and the routes (who turns it off) agree through this.
  */
-export function extAuthzUse(config: Pick<RoutingConfig, "gateways" | "services">, gateway: GatewayName): { filter: boolean; devRoutes: boolean } {
+export function extAuthzUse(
+  config: Pick<RoutingConfig, "gateways" | "services">,
+  gateway: GatewayName,
+): { filter: boolean; devRoutes: boolean } {
   const settings = config.gateways[gateway];
   const metrics = config.services.some((s) => metricsAuthenticated(settings, s));
   return { filter: settings.authenticateDevRoutes || metrics, devRoutes: settings.authenticateDevRoutes };
@@ -101,7 +116,10 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
   const up = config.upstream;
   const protocolOptions = upstreamProtocolOptions(config);
   const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions };
-  const dev = config.devNamespaces.upstreamTls === "verify" ? production : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions };
+  const dev =
+    config.devNamespaces.upstreamTls === "verify"
+      ? production
+      : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions };
   const shared: SharedParts = {
     dnsCluster: {
       name: DNS_CLUSTER_TYPE,
@@ -137,14 +155,27 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     rateLimited(perSecond, statPrefix) {
       const key = `${perSecond} ${statPrefix}`;
       let config = rateLimits.get(key);
-      if (!config) rateLimits.set(key, (config = { [FILTER.localRateLimit]: localRateLimit(perSecond, perReplicaLimit(perSecond, settings.replicas), statPrefix) }));
+      if (!config)
+        rateLimits.set(
+          key,
+          (config = {
+            [FILTER.localRateLimit]: localRateLimit(
+              perSecond,
+              perReplicaLimit(perSecond, settings.replicas),
+              statPrefix,
+            ),
+          }),
+        );
       return config;
     },
     metricsAuthenticated(rateLimit) {
       const key = rateLimit ? `${rateLimit.perSecond} ${rateLimit.statPrefix}` : "";
       let config = metricsRoutes.get(key);
       if (!config) {
-        config = { [FILTER.extAuthz]: ExtAuthzEnabled, ...(rateLimit ? shared.rateLimited(rateLimit.perSecond, rateLimit.statPrefix) : {}) };
+        config = {
+          [FILTER.extAuthz]: ExtAuthzEnabled,
+          ...(rateLimit ? shared.rateLimited(rateLimit.perSecond, rateLimit.statPrefix) : {}),
+        };
         metricsRoutes.set(key, config);
       }
       return config;
@@ -165,8 +196,15 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
       const list = Object.entries(headers)
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .flatMap(([name, h]) =>
-        h === false ? [] : [{ header: { key: name, value: formatLiteral(h.value) }, append_action: h.replace ? "OVERWRITE_IF_EXISTS_OR_ADD" : "ADD_IF_ABSENT" }],
-      );
+          h === false
+            ? []
+            : [
+                {
+                  header: { key: name, value: formatLiteral(h.value) },
+                  append_action: h.replace ? "OVERWRITE_IF_EXISTS_OR_ADD" : "ADD_IF_ABSENT",
+                },
+              ],
+        );
       const key = JSON.stringify(list);
       if (!headerLists.has(key)) headerLists.set(key, list.length ? list : undefined);
       return headerLists.get(key);
@@ -196,7 +234,9 @@ function retryPolicy(count: number): Json {
   return {
     retry_on: "connect-failure,refused-stream,reset-before-request",
     num_retries: count,
-    retry_host_predicate: [{ name: "envoy.retry_host_predicates.previous_hosts", typed_config: { "@type": TYPE.previousHosts } }],
+    retry_host_predicate: [
+      { name: "envoy.retry_host_predicates.previous_hosts", typed_config: { "@type": TYPE.previousHosts } },
+    ],
     host_selection_retry_max_attempts: 3,
   };
 }
@@ -212,7 +252,10 @@ function retryPolicy(count: number): Json {
  */
 function retryOnResetHeader(methods: readonly string[]): Json {
   const list = methods.map((m) => `'${m}'`).join(", ");
-  return { header: { key: "x-envoy-retry-on", value: `%CEL(request.method in [${list}] ? 'reset' : '')%` }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" };
+  return {
+    header: { key: "x-envoy-retry-on", value: `%CEL(request.method in [${list}] ? 'reset' : '')%` },
+    append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+  };
 }
 
 /** One gateway pod's share of a whole-service limit at `replicas` pods (at least 1): the burst a pod's bucket holds. */

@@ -13,7 +13,11 @@ import type { Json } from "./types.js";
  * written ("(not written) cluster x"). Empty when every resource matches.
  * A file that could not be read (undefined) is not compared.
  */
-export function xdsDrift(table: RoutingTable, expected: XdsDocuments, found: { cds: unknown; rds: unknown }): Record<string, string> {
+export function xdsDrift(
+  table: RoutingTable,
+  expected: XdsDocuments,
+  found: { cds: unknown; rds: unknown },
+): Record<string, string> {
   const drift: Record<string, string[]> = {};
   const note = (id: string, what: string) => (drift[id] ??= []).push(what);
   if (found.cds !== undefined) clusterDrift(table, expected, found.cds, note);
@@ -51,7 +55,8 @@ function routeDrift(table: RoutingTable, expected: XdsDocuments, found: unknown,
   table.dev.forEach((s, i) => {
     if (!foundDev.some((r) => same(r, expectedDev[i]))) note(s.id, "route missing or changed");
   });
-  for (const r of foundDev) if (!expectedDev.some((e) => same(e, r))) note("(not written)", `route ${JSON.stringify(r.match)}`);
+  for (const r of foundDev)
+    if (!expectedDev.some((e) => same(e, r))) note("(not written)", `route ${JSON.stringify(r.match)}`);
   for (const name of foundHosts.keys()) if (!expectedHosts.has(name)) note("(not written)", `virtual host ${name}`);
 }
 

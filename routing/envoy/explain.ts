@@ -23,7 +23,8 @@ const FIELD_KEYS: [RegExp, string][] = [
 /** What the validator said of a gateway's documents, each problem once and with the config key behind it. */
 export function explainDocumentProblems(problems: readonly Problem[], table: RoutingTable): Problem[] {
   const owners = new Map<string, string>();
-  for (const s of table.production) for (const v of s.versions) owners.set(v.cluster, `the service ${s.name} (envoy-gateways:services)`);
+  for (const s of table.production)
+    for (const v of s.versions) owners.set(v.cluster, `the service ${s.name} (envoy-gateways:services)`);
   for (const s of table.dev) for (const v of s.versions) owners.set(v.cluster, `the dev/PR service ${s.id}`);
   // key: "gateway/cds.yaml cluster "x" (resources[3])" -> the file, and the resource's name.
   const groups = new Map<string, { first: Problem; resources: string[] }>();
@@ -34,14 +35,16 @@ export function explainDocumentProblems(problems: readonly Problem[], table: Rou
     // The same problem twice at a place that is not a resource is said once.
     if (entry) {
       if (m) entry.resources.push(m[3]!);
-    }
-    else groups.set(group, { first: p, resources: m ? [m[3]!] : [] });
+    } else groups.set(group, { first: p, resources: m ? [m[3]!] : [] });
   }
   return [...groups.values()].map(({ first, resources }) => {
     const field = FIELD_KEYS.find(([pattern]) => pattern.test(first.message));
     const owner = resources.length === 1 ? owners.get(resources[0]!) : undefined;
     const from = [field ? `envoy-gateways:${field[1]}` : undefined, owner].filter(Boolean).join(", ");
-    const more = resources.length > 1 ? ` (the same in ${resources.length - 1} more: ${resources.slice(1, 4).join(", ")}${resources.length > 4 ? ", ..." : ""})` : "";
+    const more =
+      resources.length > 1
+        ? ` (the same in ${resources.length - 1} more: ${resources.slice(1, 4).join(", ")}${resources.length > 4 ? ", ..." : ""})`
+        : "";
     return { ...first, message: `${first.message}${from ? ` [set by ${from}]` : ""}${more}` };
   });
 }

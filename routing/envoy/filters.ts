@@ -29,7 +29,10 @@ export function extAuthzFilter(config: StackConfig): Json {
 
 /** The local rate limit filter; it limits only routes that carry a per-route config. */
 export function localRateLimitFilter(): Json {
-  return { name: FILTER.localRateLimit, typed_config: { "@type": TYPE.localRateLimit, stat_prefix: "http_local_rate_limiter" } };
+  return {
+    name: FILTER.localRateLimit,
+    typed_config: { "@type": TYPE.localRateLimit, stat_prefix: "http_local_rate_limiter" },
+  };
 }
 
 /** gzip responses for clients that accept it (internal-gateway by default). */
@@ -73,7 +76,32 @@ export const ExtAuthzEnabled: Json = { "@type": TYPE.extAuthzPerRoute, check_set
  * URL is printable ASCII, and escaping these (% first) percent-encodes it
  * exactly as encodeURIComponent would.
  */
-const URI_COMPONENT_ESCAPED = ["%", " ", '"', "#", "$", "&", "+", ",", "/", ":", ";", "<", "=", ">", "?", "@", "[", "\\", "]", "^", "`", "{", "|", "}"];
+const URI_COMPONENT_ESCAPED = [
+  "%",
+  " ",
+  '"',
+  "#",
+  "$",
+  "&",
+  "+",
+  ",",
+  "/",
+  ":",
+  ";",
+  "<",
+  "=",
+  ">",
+  "?",
+  "@",
+  "[",
+  "\\",
+  "]",
+  "^",
+  "`",
+  "{",
+  "|",
+  "}",
+];
 
 /** A CEL expression of `expr` (a string) percent-encoded as a URI component. */
 export function celUriComponent(expr: string): string {
@@ -99,8 +127,18 @@ export function loginLocationFilter(loginUrl: string): Json {
     typed_config: {
       "@type": TYPE.headerMutation,
       mutations: {
-        response_mutations: [{ append: { header: { key: "location", value: `%CEL(${expr})%` }, append_action: "ADD_IF_ABSENT" } }],
-        formatters: [{ name: "envoy.formatter.cel", typed_config: { "@type": TYPE.celFormatter, cel_config: { enable_string_concat: true, enable_string_functions: true } } }],
+        response_mutations: [
+          { append: { header: { key: "location", value: `%CEL(${expr})%` }, append_action: "ADD_IF_ABSENT" } },
+        ],
+        formatters: [
+          {
+            name: "envoy.formatter.cel",
+            typed_config: {
+              "@type": TYPE.celFormatter,
+              cel_config: { enable_string_concat: true, enable_string_functions: true },
+            },
+          },
+        ],
       },
     },
   };
@@ -108,7 +146,10 @@ export function loginLocationFilter(loginUrl: string): Json {
 
 /** At most `max` connections open at once on the listener whose filter chain starts with this filter; more are closed at once. */
 export function connectionLimitFilter(statPrefix: string, max: number): Json {
-  return { name: "envoy.filters.network.connection_limit", typed_config: { "@type": TYPE.connectionLimit, stat_prefix: statPrefix, max_connections: max } };
+  return {
+    name: "envoy.filters.network.connection_limit",
+    typed_config: { "@type": TYPE.connectionLimit, stat_prefix: statPrefix, max_connections: max },
+  };
 }
 
 /** The response header of a 429 that names the route that limited it (`<namespace>/<service>`). */
@@ -138,9 +179,17 @@ export function localRateLimit(perSecond: number, burst: number, statPrefix: str
 }
 
 // Parts every route's rate limit shares (written once in rds.yaml).
-const RATE_LIMIT_ENABLED: Json = { runtime_key: "route_rate_limit_enabled", default_value: { numerator: 100, denominator: "HUNDRED" } };
-const RATE_LIMIT_ENFORCED: Json = { runtime_key: "route_rate_limit_enforced", default_value: { numerator: 100, denominator: "HUNDRED" } };
-const RATE_LIMITED_ROUTE_HEADERS: Json[] = [{ header: { key: RATE_LIMITED_ROUTE_HEADER, value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }];
+const RATE_LIMIT_ENABLED: Json = {
+  runtime_key: "route_rate_limit_enabled",
+  default_value: { numerator: 100, denominator: "HUNDRED" },
+};
+const RATE_LIMIT_ENFORCED: Json = {
+  runtime_key: "route_rate_limit_enforced",
+  default_value: { numerator: 100, denominator: "HUNDRED" },
+};
+const RATE_LIMITED_ROUTE_HEADERS: Json[] = [
+  { header: { key: RATE_LIMITED_ROUTE_HEADER, value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+];
 
 /** JSON access log line per request, to stdout. */
 export function accessLog(): Json[] {

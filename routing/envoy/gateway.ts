@@ -26,16 +26,29 @@ export interface GatewayDocuments {
   rds: XdsDocument;
 }
 
-export function translateGateway(config: StackConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): GatewayDocuments {
+export function translateGateway(
+  config: StackConfig,
+  table: RoutingTable,
+  gateway: GatewayName,
+  options: RenderOptions = {},
+): GatewayDocuments {
   const ctx = gatewayContext(config, gateway, options);
   return { gateway, bootstrap: bootstrap(ctx), sds: sdsDocuments(ctx.paths), ...xdsDocuments(ctx, table) };
 }
 
 /** The xDS files of one gateway: they need only the routing part of stack config. */
-export function translateXds(config: RoutingConfig, table: RoutingTable, gateway: GatewayName, options: RenderOptions = {}): XdsDocuments {
+export function translateXds(
+  config: RoutingConfig,
+  table: RoutingTable,
+  gateway: GatewayName,
+  options: RenderOptions = {},
+): XdsDocuments {
   return { gateway, ...xdsDocuments(gatewayContext(config, gateway, options), table) };
 }
 
 function xdsDocuments(ctx: XdsContext, table: RoutingTable): Pick<GatewayDocuments, "cds" | "rds"> {
-  return { cds: discoveryResponse(serviceClusters(ctx, table)), rds: discoveryResponse([routeConfiguration(ctx, table)]) };
+  return {
+    cds: discoveryResponse(serviceClusters(ctx, table)),
+    rds: discoveryResponse([routeConfiguration(ctx, table)]),
+  };
 }

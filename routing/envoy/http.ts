@@ -3,7 +3,14 @@
 // name and size rules, timeouts, HTTP/2 stream and window limits.
 import { envoyDuration } from "./units.js";
 import type { GatewayContext } from "./context.js";
-import { accessLog, compressorFilter, extAuthzFilter, localRateLimitFilter, loginLocationFilter, routerFilter } from "./filters.js";
+import {
+  accessLog,
+  compressorFilter,
+  extAuthzFilter,
+  localRateLimitFilter,
+  loginLocationFilter,
+  routerFilter,
+} from "./filters.js";
 import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 
 /** Settings every client-facing connection manager shares. */
@@ -72,14 +79,24 @@ export function loginUrl(ctx: GatewayContext): string {
  */
 export function loginRedirect(): Json {
   return {
-    mappers: [{ filter: { status_code_filter: { comparison: { op: "EQ", value: { default_value: 401, runtime_key: "login_redirect_status" } } } }, status_code: 302 }],
+    mappers: [
+      {
+        filter: {
+          status_code_filter: {
+            comparison: { op: "EQ", value: { default_value: 401, runtime_key: "login_redirect_status" } },
+          },
+        },
+        status_code: 302,
+      },
+    ],
   };
 }
 
 /** The plain-HTTP listener: ACME challenges to the solver, everything else 301 to HTTPS. */
 export function httpConnectionManager(ctx: GatewayContext, acmeCluster: string | undefined): Json {
   const routes: Json[] = [];
-  if (acmeCluster) routes.push({ match: { prefix: "/.well-known/acme-challenge/" }, route: { cluster: acmeCluster, timeout: "10s" } });
+  if (acmeCluster)
+    routes.push({ match: { prefix: "/.well-known/acme-challenge/" }, route: { cluster: acmeCluster, timeout: "10s" } });
   routes.push({ match: { prefix: "/" }, redirect: { https_redirect: true } });
   return {
     "@type": TYPE.hcm,

@@ -26,7 +26,10 @@ export function httpsListener(ctx: GatewayContext): Json {
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
     filter_chains: [
       {
-        filters: [connectionLimitFilter("https", ctx.config.edge.httpsMaxConnections), hcmFilter(httpsConnectionManager(ctx))],
+        filters: [
+          connectionLimitFilter("https", ctx.config.edge.httpsMaxConnections),
+          hcmFilter(httpsConnectionManager(ctx)),
+        ],
         transport_socket: downstreamTransportSocket(ctx.config, ctx.paths),
       },
     ],
@@ -40,7 +43,12 @@ export function httpListener(ctx: GatewayContext): Json {
     address: address(ctx.listenAddress, ctx.ports.http),
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
     filter_chains: [
-      { filters: [connectionLimitFilter("http", ctx.config.edge.httpMaxConnections), hcmFilter(httpConnectionManager(ctx, ctx.settings.acme ? STATIC_CLUSTER.acme : undefined))] },
+      {
+        filters: [
+          connectionLimitFilter("http", ctx.config.edge.httpMaxConnections),
+          hcmFilter(httpConnectionManager(ctx, ctx.settings.acme ? STATIC_CLUSTER.acme : undefined)),
+        ],
+      },
     ],
   };
 }
@@ -52,7 +60,17 @@ export function healthListener(ctx: GatewayContext): Json {
     address: address(ctx.listenAddress, ctx.ports.health),
     ignore_global_conn_limit: true,
     filter_chains: [
-      { filters: [hcmFilter(plainConnectionManager("health", [{ match: { prefix: "/" }, direct_response: { status: 404 } }], [healthCheckFilter()]))] },
+      {
+        filters: [
+          hcmFilter(
+            plainConnectionManager(
+              "health",
+              [{ match: { prefix: "/" }, direct_response: { status: 404 } }],
+              [healthCheckFilter()],
+            ),
+          ),
+        ],
+      },
     ],
   };
 }

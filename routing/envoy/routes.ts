@@ -21,7 +21,10 @@ export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
     name: HTTPS_ROUTE_CONFIG,
     virtual_hosts: hosts,
     request_headers_to_add: [
-      { header: { key: "x-real-ip", value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+      {
+        header: { key: "x-real-ip", value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" },
+        append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+      },
     ],
   };
 }
@@ -39,11 +42,21 @@ export function productionVirtualHost(ctx: XdsContext, service: RoutedService): 
   if (ctx.extAuthz.filter && metricsAuthenticated(ctx.settings, service)) {
     // The same name and action (one object, written once): only the match and ext_authz differ.
     const rateLimit = service.rateLimit !== undefined ? { perSecond: service.rateLimit, statPrefix } : undefined;
-    routes.unshift({ name: route.name, match: { path_separated_prefix: METRICS_PATH }, route: route.route, typed_per_filter_config: ctx.shared.metricsAuthenticated(rateLimit) });
+    routes.unshift({
+      name: route.name,
+      match: { path_separated_prefix: METRICS_PATH },
+      route: route.route,
+      typed_per_filter_config: ctx.shared.metricsAuthenticated(rateLimit),
+    });
   }
   const host: Json = { name: service.name, domains, routes };
   if (ctx.extAuthz.filter) host.typed_per_filter_config = ctx.shared.extAuthzOff;
-  return withHostPolicies(ctx, host, service.retries, mergeSecurityHeaders(ctx.settings.securityHeaders, service.securityHeaders));
+  return withHostPolicies(
+    ctx,
+    host,
+    service.retries,
+    mergeSecurityHeaders(ctx.settings.securityHeaders, service.securityHeaders),
+  );
 }
 
 /** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz (unless the gateway turns it off). */
@@ -51,12 +64,19 @@ export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService
   const host: Json = {
     name: "dev",
     domains: [ctx.settings.devHost],
-    routes: services.map((s) => serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS)),
+    routes: services.map((s) =>
+      serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS),
+    ),
   };
   if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   // Dev/PR services all take the stack's upstream retries and the gateway's security headers.
   const up = ctx.config.upstream;
-  return withHostPolicies(ctx, host, { count: up.retries, resetMethods: up.retryResetMethods }, ctx.settings.securityHeaders);
+  return withHostPolicies(
+    ctx,
+    host,
+    { count: up.retries, resetMethods: up.retryResetMethods },
+    ctx.settings.securityHeaders,
+  );
 }
 
 /**
@@ -65,7 +85,12 @@ export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService
  * response for the idempotent ones) and the security headers added to
  * responses that lack them.
  */
-function withHostPolicies(ctx: XdsContext, host: Json, retries: RoutedService["retries"], headers: SecurityHeaders): Json {
+function withHostPolicies(
+  ctx: XdsContext,
+  host: Json,
+  retries: RoutedService["retries"],
+  headers: SecurityHeaders,
+): Json {
   if (retries.count > 0) {
     host.retry_policy = ctx.shared.retryPolicy(retries.count);
     if (retries.resetMethods.length > 0) host.request_headers_to_add = ctx.shared.retryOnReset(retries.resetMethods);
@@ -88,7 +113,12 @@ export const DEV_RATE_LIMIT_STATS = "dev";
  * x-forwarded-host, the request time bounded (unless the service opts out),
  * optional rate limit (counted under `rateLimitStats`).
  */
-function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json, rateLimitStats: string): Json & { name: string; route: Json } {
+function serviceRoute(
+  ctx: XdsContext,
+  service: RoutedService,
+  match: Json,
+  rateLimitStats: string,
+): Json & { name: string; route: Json } {
   const action: Json =
     service.versions.length === 1
       ? { cluster: service.versions[0]!.cluster }
@@ -98,6 +128,7 @@ function serviceRoute(ctx: XdsContext, service: RoutedService, match: Json, rate
   action.timeout = envoyDuration(service.routeTimeout);
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
   const route: Json & { name: string; route: Json } = { name: service.id, match, route: action };
-  if (service.rateLimit !== undefined) route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, rateLimitStats);
+  if (service.rateLimit !== undefined)
+    route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, rateLimitStats);
   return route;
 }

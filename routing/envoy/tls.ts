@@ -7,7 +7,13 @@ import { envoyDuration } from "./units.js";
 
 /** An SDS secret read from a file in the bootstrap directory. */
 function sdsSecret(paths: EnvoyPaths, name: keyof typeof SDS_FILES): Json {
-  return { name, sds_config: { path_config_source: { path: `${paths.bootstrapDir}/${SDS_FILES[name]}` }, resource_api_version: "V3" } };
+  return {
+    name,
+    sds_config: {
+      path_config_source: { path: `${paths.bootstrapDir}/${SDS_FILES[name]}` },
+      resource_api_version: "V3",
+    },
+  };
 }
 
 /** The TLS context of the HTTPS listener: TLS 1.2+ (configurable), modern ciphers, h2 and http/1.1. */
@@ -43,7 +49,10 @@ export function upstreamTransportSocket(paths: EnvoyPaths, mode: "verify" | "enc
           tls_certificate_sds_secret_configs: [sdsSecret(paths, SECRET.upstreamClient)],
           validation_context_sds_secret_config: sdsSecret(paths, SECRET.upstreamCa),
         }
-      : { tls_params: { tls_minimum_protocol_version: "TLSv1_2" }, validation_context: { trust_chain_verification: "ACCEPT_UNTRUSTED" } };
+      : {
+          tls_params: { tls_minimum_protocol_version: "TLSv1_2" },
+          validation_context: { trust_chain_verification: "ACCEPT_UNTRUSTED" },
+        };
   const typed: Json = { "@type": TYPE.upstreamTls, common_tls_context, auto_host_sni: true };
   if (mode === "verify") typed.auto_sni_san_validation = true;
   return { name: "envoy.transport_sockets.tls", typed_config: typed };

@@ -48,10 +48,19 @@ export const FILTER = {
  * Names of the static clusters in the bootstrap. None contains `_`, so none
  * can collide with a routed cluster (`<namespace>_<service>`).
  */
-export const STATIC_CLUSTER = { extAuthz: "ext-authz", acme: "acme-solver", admin: "envoy-admin", gatewayPods: "gateway-pods" } as const;
+export const STATIC_CLUSTER = {
+  extAuthz: "ext-authz",
+  acme: "acme-solver",
+  admin: "envoy-admin",
+  gatewayPods: "gateway-pods",
+} as const;
 
 /** Names of the SDS secrets (one file each in the bootstrap directory). */
-export const SECRET = { server: "server-cert", upstreamClient: "upstream-client-cert", upstreamCa: "upstream-ca" } as const;
+export const SECRET = {
+  server: "server-cert",
+  upstreamClient: "upstream-client-cert",
+  upstreamCa: "upstream-ca",
+} as const;
 
 /** Name of the route configuration the TLS listener loads by RDS. */
 export const HTTPS_ROUTE_CONFIG = "https";

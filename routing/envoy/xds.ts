@@ -30,7 +30,6 @@ export function discoveryResponse(resources: Json[]): XdsDocument {
   return { version_info: contentVersion(resources), resources };
 }
 
-
 /** Shared objects smaller than this (as JSON) are written in place: an alias would not save much. */
 const MIN_ALIASED_OBJECT = 40;
 /** A repeated string is aliased when that saves at least this many bytes overall. */
@@ -44,7 +43,9 @@ const ANCHORS_KEY = "!ignore anchors";
 export function toXdsYaml(doc: XdsDocument): string {
   const aliases = findAliases(doc.resources);
   const writer = new JsonWriter(aliases);
-  const definitions = [...aliases.order].map((value) => `  ${aliases.names.get(value)}: &${aliases.names.get(value)} ${writer.value(value, true, " ")}`);
+  const definitions = [...aliases.order].map(
+    (value) => `  ${aliases.names.get(value)}: &${aliases.names.get(value)} ${writer.value(value, true, " ")}`,
+  );
   const resources = doc.resources.map((r) => `- ${writer.value(r, false, "")}`);
   return [
     ...(definitions.length ? [`${ANCHORS_KEY}:`, ...definitions] : []),
@@ -79,7 +80,8 @@ function findAliases(resources: Json[]): Aliases {
   const shared = new Set<unknown>();
   for (const [obj, n] of refs) if (n > 1 && JSON.stringify(obj).length >= MIN_ALIASED_OBJECT) shared.add(obj);
   // Each use shrinks from the quoted string to `*sN`; the definition line costs about its length plus 12.
-  for (const [s, n] of strings) if (n * (JSON.stringify(s).length - 4) - (JSON.stringify(s).length + 12) >= MIN_STRING_SAVING) shared.add(s);
+  for (const [s, n] of strings)
+    if (n * (JSON.stringify(s).length - 4) - (JSON.stringify(s).length + 12) >= MIN_STRING_SAVING) shared.add(s);
   const order = new Set<unknown>();
   const names = new Map<unknown, string>();
   let objects = 0;
@@ -163,7 +165,11 @@ export function toReadableYaml(doc: Json): string {
 export function parseEnvoyYaml(text: string): unknown {
   const doc = parseDocument(text, { customTags: [{ tag: "!ignore", resolve: (value: string) => value }] });
   if (doc.errors.length) throw new Error(`not valid YAML: ${doc.errors[0]!.message}`);
-  const ignored = isMap(doc.contents) ? doc.contents.items.filter((p) => isScalar(p.key) && p.key.tag === "!ignore").map((p) => String((p.key as { value: unknown }).value)) : [];
+  const ignored = isMap(doc.contents)
+    ? doc.contents.items
+        .filter((p) => isScalar(p.key) && p.key.tag === "!ignore")
+        .map((p) => String((p.key as { value: unknown }).value))
+    : [];
   const value = doc.toJS({ maxAliasCount: -1 }) as Record<string, unknown>;
   for (const key of ignored) delete value[key];
   return value;

@@ -41,16 +41,26 @@ function tryDecode(desc: DescMessage, json: unknown): string | undefined {
 function locate(desc: DescMessage, json: unknown, path: string): { path: string; error?: string } {
   const { registry } = envoyApi();
   if (desc.typeName === "google.protobuf.Any") {
-    if (json === null || typeof json !== "object" || Array.isArray(json)) return { path, error: "must be an object with @type" };
+    if (json === null || typeof json !== "object" || Array.isArray(json))
+      return { path, error: "must be an object with @type" };
     const typeUrl = (json as Record<string, unknown>)["@type"];
     const typeName = typeNameOf(typeUrl);
     const inner = typeName ? registry.getMessage(typeName) : undefined;
-    if (!inner) return { path: join(path, "@type"), error: `unknown type ${JSON.stringify(typeUrl)} (not a message of Envoy's API)` };
+    if (!inner)
+      return {
+        path: join(path, "@type"),
+        error: `unknown type ${JSON.stringify(typeUrl)} (not a message of Envoy's API)`,
+      };
     const { "@type": _, ...rest } = json as Record<string, unknown>;
     if (inner.typeName.startsWith("google.protobuf.")) return { path };
     return locate(inner, rest, `${path}<${inner.name}>`);
   }
-  if (json === null || typeof json !== "object" || Array.isArray(json) || desc.typeName.startsWith("google.protobuf.")) {
+  if (
+    json === null ||
+    typeof json !== "object" ||
+    Array.isArray(json) ||
+    desc.typeName.startsWith("google.protobuf.")
+  ) {
     return { path };
   }
   for (const [key, value] of Object.entries(json as Record<string, unknown>)) {
@@ -184,7 +194,13 @@ export class SharedDecoder {
   /** `resource`: `json` is an xDS resource whose `@type` key is not a field. */
   private decodeMessage(desc: DescMessage, json: unknown, resource = false): Message {
     const { registry } = envoyApi();
-    if (json === null || typeof json !== "object" || Array.isArray(json) || isSpecial(desc) || !this.containsShared(json)) {
+    if (
+      json === null ||
+      typeof json !== "object" ||
+      Array.isArray(json) ||
+      isSpecial(desc) ||
+      !this.containsShared(json)
+    ) {
       if (resource && json !== null && typeof json === "object" && !Array.isArray(json)) {
         const { "@type": _, ...body } = json as Record<string, unknown>;
         return fromJson(desc, body as JsonValue, { registry });
@@ -198,12 +214,14 @@ export class SharedDecoder {
       if (resource && key === "@type") continue;
       const field = byName.get(key);
       if (!field) throw new Error(`unknown field ${key}`);
-      if (value !== null && typeof value === "object" && (this.isShared(value) || this.containsShared(value))) parts.push([field, value]);
+      if (value !== null && typeof value === "object" && (this.isShared(value) || this.containsShared(value)))
+        parts.push([field, value]);
       else rest[key] = value;
     }
     const message = fromJson(desc, rest as JsonValue, { registry }) as unknown as Record<string, unknown>;
     for (const [field, value] of parts) {
-      if (field.oneof && (message[field.oneof.localName] as { case?: unknown } | undefined)?.case !== undefined) throw new Error("oneof conflict");
+      if (field.oneof && (message[field.oneof.localName] as { case?: unknown } | undefined)?.case !== undefined)
+        throw new Error("oneof conflict");
       const decoded = this.decodeField(desc, field, value);
       if (field.oneof) message[field.oneof.localName] = { case: field.localName, value: decoded };
       else message[field.localName] = decoded;
@@ -214,7 +232,12 @@ export class SharedDecoder {
   /** The decoded value of one field: messages and lists of messages recursively, anything else through a one-field document. */
   private decodeField(parent: DescMessage, field: DescField, value: object): unknown {
     if (field.fieldKind === "message" && !isSpecial(field.message)) return this.decodeChild(field.message, value);
-    if (field.fieldKind === "list" && field.listKind === "message" && !isSpecial(field.message) && Array.isArray(value)) {
+    if (
+      field.fieldKind === "list" &&
+      field.listKind === "message" &&
+      !isSpecial(field.message) &&
+      Array.isArray(value)
+    ) {
       const make = () => value.map((item) => this.decodeChild(field.message!, item));
       if (!this.isShared(value)) return make();
       // The messages of a shared list are shared too, so that the rules check visits them once.
@@ -225,7 +248,9 @@ export class SharedDecoder {
       });
     }
     const make = () => {
-      const one = fromJson(parent, { [field.name]: value } as JsonValue, { registry: envoyApi().registry }) as unknown as Record<string, unknown>;
+      const one = fromJson(parent, { [field.name]: value } as JsonValue, {
+        registry: envoyApi().registry,
+      }) as unknown as Record<string, unknown>;
       const v = field.oneof ? (one[field.oneof.localName] as { value: unknown }).value : one[field.localName];
       if (v !== null && typeof v === "object") {
         this.shared.add(v);

@@ -39,7 +39,10 @@ export function loadEnvoyApi(file: string): EnvoyApi {
   const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(file)));
   const ext = (name: string): DescExtension => {
     const e = registry.getExtension(name);
-    if (!e) throw new Error(`Envoy API descriptors at ${file} lack ${name}; rebuild them with \`bash scripts/build-components.sh --rebuild envoy-api\``);
+    if (!e)
+      throw new Error(
+        `Envoy API descriptors at ${file} lack ${name}; rebuild them with \`bash scripts/build-components.sh --rebuild envoy-api\``,
+      );
     return e;
   };
   return {

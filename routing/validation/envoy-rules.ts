@@ -30,7 +30,8 @@ export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
     watchedPaths(bootstrap, out);
     localCluster(bootstrap, staticClusters, out);
   }
-  for (const rc of view.routeConfigs) checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
+  for (const rc of view.routeConfigs)
+    checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
   for (const c of [...staticClusters, ...view.clusters]) clusterEndpoints(c, out);
   everyRegexCompiles(view, out);
   everyLocalRateLimit(view, out);
@@ -42,7 +43,12 @@ function uniqueClusterNames(staticClusters: Json[], cds: Json[], out: EnvoyViola
   const names = new Set<string>();
   const check = (c: Json, where: string) => {
     const name = String(c.name ?? "");
-    if (names.has(name)) out.push({ where, path: "name", message: `duplicate cluster name ${q(name)}: cluster names must be unique across static clusters and CDS` });
+    if (names.has(name))
+      out.push({
+        where,
+        path: "name",
+        message: `duplicate cluster name ${q(name)}: cluster names must be unique across static clusters and CDS`,
+      });
     names.add(name);
   };
   staticClusters.forEach((c) => check(c, `envoy.yaml static cluster ${q(c.name)}`));
@@ -53,7 +59,8 @@ function uniqueClusterNames(staticClusters: Json[], cds: Json[], out: EnvoyViola
 /** A node with file-based xDS needs an id and a cluster. */
 function nodeIdentity(bootstrap: Json, out: EnvoyViolation[]): void {
   const node = bootstrap.node as Json | undefined;
-  if (!node?.id || !node?.cluster) out.push({ where: "envoy.yaml", path: "node", message: "node.id and node.cluster must be set when xDS is used" });
+  if (!node?.id || !node?.cluster)
+    out.push({ where: "envoy.yaml", path: "node", message: "node.id and node.cluster must be set when xDS is used" });
 }
 
 function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
@@ -62,8 +69,14 @@ function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
   for (const l of listeners) {
     const sa = (l.address as Json | undefined)?.socket_address as Json | undefined;
     const addr = `${sa?.address}:${sa?.port_value}`;
-    if (names.has(String(l.name))) out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "name", message: "duplicate listener name" });
-    if (addresses.has(addr)) out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "address", message: `another listener already binds ${addr}` });
+    if (names.has(String(l.name)))
+      out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "name", message: "duplicate listener name" });
+    if (addresses.has(addr))
+      out.push({
+        where: `envoy.yaml listener ${q(l.name)}`,
+        path: "address",
+        message: `another listener already binds ${addr}`,
+      });
     names.add(String(l.name));
     addresses.add(addr);
   }
@@ -74,7 +87,11 @@ function localCluster(bootstrap: Json, staticClusters: Json[], out: EnvoyViolati
   const name = (bootstrap.cluster_manager as Json | undefined)?.local_cluster_name;
   if (name === undefined || name === "") return;
   if (!staticClusters.some((c) => c.name === name)) {
-    out.push({ where: "envoy.yaml", path: "cluster_manager.local_cluster_name", message: `local cluster ${q(name)} must be defined as one of the bootstrap's static clusters` });
+    out.push({
+      where: "envoy.yaml",
+      path: "cluster_manager.local_cluster_name",
+      message: `local cluster ${q(name)} must be defined as one of the bootstrap's static clusters`,
+    });
   }
 }
 
@@ -86,7 +103,11 @@ function watchedPaths(bootstrap: Json, out: EnvoyViolation[]): void {
     const file = String(pcs.path ?? "");
     const dir = (pcs.watched_directory as Json | undefined)?.path;
     if (dir !== undefined && !file.startsWith(`${String(dir).replace(/\/$/, "")}/`)) {
-      out.push({ where: "envoy.yaml", path: `${path}.path_config_source`, message: `path ${file} is not inside its watched_directory ${String(dir)}` });
+      out.push({
+        where: "envoy.yaml",
+        path: `${path}.path_config_source`,
+        message: `path ${file} is not inside its watched_directory ${String(dir)}`,
+      });
     }
   });
 }
@@ -100,12 +121,18 @@ function checkListener(listener: Json, clusters: Set<string>, out: EnvoyViolatio
       const base = `filter_chains[${ci}].filters[${fi}].typed_config`;
       httpFilterOrder(arr(hcm.http_filters), where, `${base}.http_filters`, out);
       for (const f of arr(hcm.http_filters)) {
-        const uri = ((f.typed_config as Json | undefined)?.http_service as Json | undefined)?.server_uri as Json | undefined;
+        const uri = ((f.typed_config as Json | undefined)?.http_service as Json | undefined)?.server_uri as
+          Json | undefined;
         if (uri?.cluster !== undefined && !clusters.has(String(uri.cluster))) {
-          out.push({ where, path: `${base}.http_filters(${f.name}).http_service.server_uri.cluster`, message: `cluster ${q(uri.cluster)} does not exist` });
+          out.push({
+            where,
+            path: `${base}.http_filters(${f.name}).http_service.server_uri.cluster`,
+            message: `cluster ${q(uri.cluster)} does not exist`,
+          });
         }
       }
-      if (hcm.route_config) checkRouteConfiguration(hcm.route_config as Json, `${where} inline route configuration`, clusters, out);
+      if (hcm.route_config)
+        checkRouteConfiguration(hcm.route_config as Json, `${where} inline route configuration`, clusters, out);
     });
   });
 }
@@ -121,9 +148,16 @@ function httpFilterOrder(filters: Json[], where: string, path: string, out: Envo
   const names = new Set<string>();
   filters.forEach((f, i) => {
     const terminal = TERMINAL_HTTP_FILTERS.has(String((f.typed_config as Json | undefined)?.["@type"]));
-    if (terminal && i !== filters.length - 1) out.push({ where, path: `${path}[${i}]`, message: `terminal filter ${q(f.name)} must be the last HTTP filter` });
-    if (!terminal && i === filters.length - 1) out.push({ where, path: `${path}[${i}]`, message: `the last HTTP filter must be the router (terminal), not ${q(f.name)}` });
-    if (names.has(String(f.name))) out.push({ where, path: `${path}[${i}]`, message: `duplicate HTTP filter name ${q(f.name)}` });
+    if (terminal && i !== filters.length - 1)
+      out.push({ where, path: `${path}[${i}]`, message: `terminal filter ${q(f.name)} must be the last HTTP filter` });
+    if (!terminal && i === filters.length - 1)
+      out.push({
+        where,
+        path: `${path}[${i}]`,
+        message: `the last HTTP filter must be the router (terminal), not ${q(f.name)}`,
+      });
+    if (names.has(String(f.name)))
+      out.push({ where, path: `${path}[${i}]`, message: `duplicate HTTP filter name ${q(f.name)}` });
     names.add(String(f.name));
   });
 }
@@ -138,19 +172,30 @@ export function checkRouteConfiguration(rc: Json, where: string, clusters: Set<s
   const domains = new Map<string, string>();
   arr(rc.virtual_hosts).forEach((vh, vi) => {
     const vpath = `virtual_hosts[${vi}](${vh.name})`;
-    if (hostNames.has(String(vh.name))) out.push({ where, path: `${vpath}.name`, message: `duplicate virtual host name ${q(vh.name)}` });
+    if (hostNames.has(String(vh.name)))
+      out.push({ where, path: `${vpath}.name`, message: `duplicate virtual host name ${q(vh.name)}` });
     hostNames.add(String(vh.name));
     arr(vh.domains as unknown).forEach((d, di) => {
       const domain = String(d);
       const dpath = `${vpath}.domains[${di}]`;
-      if (domain !== domain.toLowerCase()) out.push({ where, path: dpath, message: `domain ${q(domain)} must be lower-case` });
+      if (domain !== domain.toLowerCase())
+        out.push({ where, path: dpath, message: `domain ${q(domain)} must be lower-case` });
       const key = domain.toLowerCase();
       const other = domains.get(key);
-      if (other !== undefined) out.push({ where, path: dpath, message: `domain ${q(domain)} is already served by virtual host ${q(other)}; domains must be unique in a route configuration` });
+      if (other !== undefined)
+        out.push({
+          where,
+          path: dpath,
+          message: `domain ${q(domain)} is already served by virtual host ${q(other)}; domains must be unique in a route configuration`,
+        });
       domains.set(key, String(vh.name));
       const stars = domain.split("*").length - 1;
       if (stars > 1 || (stars === 1 && domain !== "*" && !domain.startsWith("*") && !domain.endsWith("*"))) {
-        out.push({ where, path: dpath, message: `domain ${q(domain)}: a wildcard is allowed only as the whole domain, a prefix (*.example.org) or a suffix (example.*)` });
+        out.push({
+          where,
+          path: dpath,
+          message: `domain ${q(domain)}: a wildcard is allowed only as the whole domain, a prefix (*.example.org) or a suffix (example.*)`,
+        });
       }
     });
     arr(vh.routes).forEach((route, ri) => checkRoute(route, where, `${vpath}.routes[${ri}]`, clusters, out));
@@ -161,7 +206,11 @@ function checkRoute(route: Json, where: string, path: string, clusters: Set<stri
   const action = route.route as Json | undefined;
   if (!action) return;
   if (action.cluster !== undefined && !clusters.has(String(action.cluster))) {
-    out.push({ where, path: `${path}.route.cluster`, message: `cluster ${q(action.cluster)} does not exist (Envoy would answer 503/404 at run time)` });
+    out.push({
+      where,
+      path: `${path}.route.cluster`,
+      message: `cluster ${q(action.cluster)} does not exist (Envoy would answer 503/404 at run time)`,
+    });
   }
   const weighted = action.weighted_clusters as Json | undefined;
   if (weighted) {
@@ -169,11 +218,14 @@ function checkRoute(route: Json, where: string, path: string, clusters: Set<stri
     arr(weighted.clusters).forEach((wc, i) => {
       const wpath = `${path}.route.weighted_clusters.clusters[${i}]`;
       if (!wc.name && !wc.cluster_header) out.push({ where, path: wpath, message: "a weighted cluster needs a name" });
-      else if (wc.name !== undefined && !clusters.has(String(wc.name))) out.push({ where, path: `${wpath}.name`, message: `cluster ${q(wc.name)} does not exist` });
-      if (wc.weight === undefined) out.push({ where, path: `${wpath}.weight`, message: "a weighted cluster needs a weight" });
+      else if (wc.name !== undefined && !clusters.has(String(wc.name)))
+        out.push({ where, path: `${wpath}.name`, message: `cluster ${q(wc.name)} does not exist` });
+      if (wc.weight === undefined)
+        out.push({ where, path: `${wpath}.weight`, message: "a weighted cluster needs a weight" });
       total += Number(wc.weight ?? 0);
     });
-    if (total <= 0) out.push({ where, path: `${path}.route.weighted_clusters`, message: "weights must sum to more than 0" });
+    if (total <= 0)
+      out.push({ where, path: `${path}.route.weighted_clusters`, message: "weights must sum to more than 0" });
   }
 }
 
@@ -191,14 +243,28 @@ function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
   const typed = custom?.typed_config as Json | undefined;
   const dns = typed?.["@type"] === DNS_CLUSTER_TYPE_URL;
   const logical = c.type === "LOGICAL_DNS" || (dns && typed?.all_addresses_in_single_endpoint === true);
-  const kind = logical ? "logical DNS" : dns || c.type === "STRICT_DNS" ? "strict DNS" : c.type === "STATIC" ? "static" : undefined;
+  const kind = logical
+    ? "logical DNS"
+    : dns || c.type === "STRICT_DNS"
+      ? "strict DNS"
+      : c.type === "STATIC"
+        ? "static"
+        : undefined;
   if (!kind) return;
   const localities = arr((c.load_assignment as Json | undefined)?.endpoints);
   const endpoints = localities.flatMap((e) => arr(e.lb_endpoints));
   if (logical && (localities.length !== 1 || endpoints.length !== 1)) {
-    out.push({ where, path: "load_assignment", message: `a logical DNS cluster needs exactly one locality with exactly one endpoint (got ${endpoints.length} endpoints in ${localities.length} localities)` });
+    out.push({
+      where,
+      path: "load_assignment",
+      message: `a logical DNS cluster needs exactly one locality with exactly one endpoint (got ${endpoints.length} endpoints in ${localities.length} localities)`,
+    });
   } else if (endpoints.length === 0) {
-    out.push({ where, path: "load_assignment", message: `a ${kind} cluster needs at least one endpoint (without one it can never serve a request)` });
+    out.push({
+      where,
+      path: "load_assignment",
+      message: `a ${kind} cluster needs at least one endpoint (without one it can never serve a request)`,
+    });
   }
 }
 
@@ -220,7 +286,12 @@ function everyRegexCompiles(docs: GatewayView, out: EnvoyViolation[]): void {
   const check = (root: unknown, where: string) =>
     walkRegexes(root, (node, path) => {
       const error = problem(node.regex as string);
-      if (error !== undefined) out.push({ where, path: `${path}.regex`, message: `${q(node.regex)} is not an RE2 regular expression: ${error}` });
+      if (error !== undefined)
+        out.push({
+          where,
+          path: `${path}.regex`,
+          message: `${q(node.regex)} is not an RE2 regular expression: ${error}`,
+        });
     });
   if (docs.bootstrap) check(docs.bootstrap, "envoy.yaml");
   docs.clusters.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
@@ -236,19 +307,35 @@ function everyRegexCompiles(docs: GatewayView, out: EnvoyViolation[]): void {
  */
 function everyLocalRateLimit(view: GatewayView, out: EnvoyViolation[]): void {
   const localCluster = (view.bootstrap?.cluster_manager as Json | undefined)?.local_cluster_name;
-  const walkLimits = walker((node) => typeof node["@type"] === "string" && node["@type"].endsWith("local_ratelimit.v3.LocalRateLimit"));
+  const walkLimits = walker(
+    (node) => typeof node["@type"] === "string" && node["@type"].endsWith("local_ratelimit.v3.LocalRateLimit"),
+  );
   const check = (root: unknown, where: string) =>
     walkLimits(root, (node, path) => {
       const interval = (node.token_bucket as Json | undefined)?.fill_interval;
       if (interval !== undefined && durationMs(String(interval)) < 50) {
-        out.push({ where, path: `${path}.token_bucket.fill_interval`, message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows` });
+        out.push({
+          where,
+          path: `${path}.token_bucket.fill_interval`,
+          message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows`,
+        });
       }
       if (node.local_cluster_rate_limit === undefined || node.local_cluster_rate_limit === null) return;
       if (node.local_rate_limit_per_downstream_connection === true) {
-        out.push({ where, path: `${path}.local_rate_limit_per_downstream_connection`, message: "cannot be true together with local_cluster_rate_limit: a per-connection bucket is never shared across the gateway's pods" });
+        out.push({
+          where,
+          path: `${path}.local_rate_limit_per_downstream_connection`,
+          message:
+            "cannot be true together with local_cluster_rate_limit: a per-connection bucket is never shared across the gateway's pods",
+        });
       }
       if (view.bootstrap && (localCluster === undefined || localCluster === "")) {
-        out.push({ where, path: `${path}.local_cluster_rate_limit`, message: "shares the limit across the gateway's pods, which needs the bootstrap's local cluster (cluster_manager.local_cluster_name); Envoy would refuse every route" });
+        out.push({
+          where,
+          path: `${path}.local_cluster_rate_limit`,
+          message:
+            "shares the limit across the gateway's pods, which needs the bootstrap's local cluster (cluster_manager.local_cluster_name); Envoy would refuse every route",
+        });
       }
     });
   if (view.bootstrap) check(view.bootstrap, "envoy.yaml");
@@ -296,7 +383,8 @@ function walk(root: unknown, path: string, visit: (node: Json, path: string) => 
   if (Array.isArray(root)) root.forEach((v, i) => walk(v, `${path}[${i}]`, visit));
   else if (root && typeof root === "object") {
     visit(root as Json, path);
-    for (const [k, v] of Object.entries(root)) if (v && typeof v === "object") walk(v, path ? `${path}.${k}` : k, visit);
+    for (const [k, v] of Object.entries(root))
+      if (v && typeof v === "object") walk(v, path ? `${path}.${k}` : k, visit);
   }
 }
 

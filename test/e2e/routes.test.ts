@@ -53,8 +53,12 @@ describe("sync-routes", () => {
     await devNamespace("pr-e2e-1", ["batch"]);
     const r = await syncRoutes();
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("+ pr-e2e-1/batch on gateway: https://internal.dev.example.org/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)");
-    expect(r.stdout).toContain("+ pr-e2e-1/batch on internal-gateway: https://internal.dev.hail/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)");
+    expect(r.stdout).toContain(
+      "+ pr-e2e-1/batch on gateway: https://internal.dev.example.org/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)",
+    );
+    expect(r.stdout).toContain(
+      "+ pr-e2e-1/batch on internal-gateway: https://internal.dev.hail/pr-e2e-1/batch -> batch.pr-e2e-1.svc.cluster.local:443 (pr-e2e-1_batch)",
+    );
     expect(r.stdout).toMatch(/routes live in [\d.]+s, recorded in the state in [\d.]+s: 2 added, 0 removed, 0 changed/);
     for (const gateway of ["gateway", "internal-gateway"]) {
       const data = await xds(gateway);
@@ -65,11 +69,14 @@ describe("sync-routes", () => {
 
   it("ignores a namespace without the routing label: nothing to change, and no engine run (no lock, no history entry)", async () => {
     await devNamespace("plain-e2e", ["batch"], false);
-    const history = async () => (JSON.parse((await stack.ws.ok(["stack", "history", "--json"])).stdout) as unknown[]).length;
+    const history = async () =>
+      (JSON.parse((await stack.ws.ok(["stack", "history", "--json"])).stdout) as unknown[]).length;
     const before = await history();
     const r = await syncRoutes();
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/nothing to change \([\d.]+s\): the ConfigMaps and the state hold these routes; no engine run/);
+    expect(r.stdout).toMatch(
+      /nothing to change \([\d.]+s\): the ConfigMaps and the state hold these routes; no engine run/,
+    );
     expect(await history()).toBe(before);
     expect((await xds())["rds.yaml"]).not.toContain("/plain-e2e/");
   });
@@ -91,8 +98,14 @@ describe("sync-routes", () => {
     await core.createNamespacedPod({
       namespace: "default",
       body: {
-        metadata: { name: "gateway-e2e-annotated", labels: { "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway" } },
-        spec: { nodeSelector: { "envoy-gateways.io/no-such-node": "true" }, containers: [{ name: "envoy", image: "envoyproxy/envoy:v1.40.0" }] },
+        metadata: {
+          name: "gateway-e2e-annotated",
+          labels: { "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway" },
+        },
+        spec: {
+          nodeSelector: { "envoy-gateways.io/no-such-node": "true" },
+          containers: [{ name: "envoy", image: "envoyproxy/envoy:v1.40.0" }],
+        },
       },
     });
     try {
@@ -101,7 +114,9 @@ describe("sync-routes", () => {
       expect(r.stdout).toContain("+ pr-e2e-5/memory on gateway");
       const cm = await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" });
       const pod = await core.readNamespacedPod({ name: "gateway-e2e-annotated", namespace: "default" });
-      expect(pod.metadata?.annotations?.["envoy-gateways.io/xds-digest"]).toBe(cm.metadata?.annotations?.["envoy-gateways.io/routes-digest"]);
+      expect(pod.metadata?.annotations?.["envoy-gateways.io/xds-digest"]).toBe(
+        cm.metadata?.annotations?.["envoy-gateways.io/routes-digest"],
+      );
     } finally {
       await core.deleteNamespacedPod({ name: "gateway-e2e-annotated", namespace: "default", gracePeriodSeconds: 0 });
     }
@@ -127,7 +142,12 @@ describe("sync-routes", () => {
     const good = await xds();
     const edited = good["cds.yaml"]!.replace("ci.pr-e2e-2.svc.cluster.local", "ci.elsewhere.example.org");
     expect(edited).not.toBe(good["cds.yaml"]);
-    await stack.core().patchNamespacedConfigMap({ name: "gateway-xds", namespace: "default", body: { data: { "cds.yaml": edited } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await stack
+      .core()
+      .patchNamespacedConfigMap(
+        { name: "gateway-xds", namespace: "default", body: { data: { "cds.yaml": edited } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
     const refresh = await stack.ws.ok(["refresh", "--yes", "--skip-preview", "--diff"], 300_000);
     expect(refresh.stdout).toMatch(/~ pulumi-nodejs:dynamic\/envoy-gateways:Routes: \(update\)[\s\S]*gateway-routes/);
     expect(refresh.stdout).toMatch(/\+ drift\s*: \{\s*\+ pr-e2e-2\/ci: "cluster pr-e2e-2_ci changed"\s*\}/);
@@ -147,7 +167,9 @@ describe("sync-routes", () => {
       const r = await syncRoutes();
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/failed; the xDS ConfigMaps keep their content/);
-      expect(r.stderr).toMatch(/listing namespaces labelled envoy-gateways\.io\/routes=dev: restricted-user is not allowed to \(403 Forbidden/);
+      expect(r.stderr).toMatch(
+        /listing namespaces labelled envoy-gateways\.io\/routes=dev: restricted-user is not allowed to \(403 Forbidden/,
+      );
     } finally {
       await stack.ws.setConfig("envoy-gateways:kubeconfig", readFileSync(cluster.kubeconfig, "utf8"), true);
     }
@@ -161,7 +183,6 @@ describe("sync-routes", () => {
     expect(r.stderr).toMatch(/cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
     expect(await xds()).toEqual(before);
   });
-
 });
 
 describe("sync-routes --watch", () => {
@@ -178,7 +199,8 @@ describe("sync-routes --watch", () => {
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  const count = (pattern: RegExp, from: number) => (out.slice(from).match(new RegExp(pattern.source, "g")) ?? []).length;
+  const count = (pattern: RegExp, from: number) =>
+    (out.slice(from).match(new RegExp(pattern.source, "g")) ?? []).length;
 
   beforeAll(async () => {
     child = stack.spawnScript("sync-routes", ["--watch", "--debounce", "1s"]);
@@ -200,7 +222,12 @@ describe("sync-routes --watch", () => {
   it("writes a new namespace's routes within seconds, then records them in the state", async () => {
     const from = out.length;
     await devNamespace("pr-e2e-3", ["query"]);
-    const live = await until("the new route", /\+ pr-e2e-3\/query on gateway[\s\S]*?routes live ([\d.]+)s after the change was seen/, 60_000, from);
+    const live = await until(
+      "the new route",
+      /\+ pr-e2e-3\/query on gateway[\s\S]*?routes live ([\d.]+)s after the change was seen/,
+      60_000,
+      from,
+    );
     expect(Number(/routes live ([\d.]+)s/.exec(out.slice(from, live))![1])).toBeLessThan(10);
     expect((await xds())["rds.yaml"]).toContain(routeOf("pr-e2e-3", "query"));
     await until("the record", /recorded in the stack's state \([\d.]+s\): every route written so far/, 300_000, live);
@@ -220,20 +247,29 @@ describe("sync-routes --watch", () => {
   });
 
   it("writes nothing for a namespace created and deleted within the debounce time", async () => {
-    const before = (await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).metadata?.resourceVersion;
+    const before = (await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).metadata
+      ?.resourceVersion;
     const from = out.length;
     await devNamespace("pr-e2e-flash", ["batch"]);
     await stack.core().deleteNamespace({ name: "pr-e2e-flash" });
     // Well past the debounce time and a render: had anything been written, it would show.
     await new Promise((r) => setTimeout(r, 6000));
     expect(out.slice(from)).not.toContain("pr-e2e-flash/batch");
-    expect((await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).metadata?.resourceVersion).toBe(before);
+    expect(
+      (await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" })).metadata
+        ?.resourceVersion,
+    ).toBe(before);
   });
 
   it("keeps watching through an API server restart, and routes what came meanwhile", async () => {
     const from = out.length;
     await withApiServerStopped(cluster, async () => {
-      await until("the watch failure", /watching (namespace|Service)s labelled [^\n]*(cannot reach|did not answer)[^\n]*; watching again in \d+s/, 60_000, from);
+      await until(
+        "the watch failure",
+        /watching (namespace|Service)s labelled [^\n]*(cannot reach|did not answer)[^\n]*; watching again in \d+s/,
+        60_000,
+        from,
+      );
     });
     await devNamespace("pr-e2e-after-restart", ["ci"]);
     await until("the route after the restart", /\+ pr-e2e-after-restart\/ci on gateway/, 120_000, from);
@@ -250,8 +286,12 @@ describe("sync-routes --watch", () => {
 
 describe("deleting the routes resource", () => {
   it("leaves the gateway its production routes when the routes resource is deleted", async () => {
-    const state = JSON.parse((await stack.ws.ok(["stack", "export"])).stdout) as { deployment: { resources: { urn: string; type: string }[] } };
-    const urn = state.deployment.resources.find((r) => r.type.endsWith(":Routes") && r.urn.endsWith("::gateway-routes"))!.urn;
+    const state = JSON.parse((await stack.ws.ok(["stack", "export"])).stdout) as {
+      deployment: { resources: { urn: string; type: string }[] };
+    };
+    const urn = state.deployment.resources.find(
+      (r) => r.type.endsWith(":Routes") && r.urn.endsWith("::gateway-routes"),
+    )!.urn;
     await stack.ws.ok(["destroy", "--yes", "--skip-preview", "--target", urn], 300_000);
     const data = await xds();
     expect(data["rds.yaml"]).toContain('"name":"www"');

@@ -29,8 +29,20 @@ function script(name: string, args: string[]): Promise<ScriptRun> {
 /** The weights the gateway's ConfigMap gives web's versions. */
 async function configMapWeights(): Promise<Record<string, number>> {
   const cm = await stack.core().readNamespacedConfigMap({ name: "gateway-xds", namespace: "default" });
-  const rds = parseEnvoyYaml(cm.data!["rds.yaml"]!) as { resources: { virtual_hosts: { name: string; routes: { match: { path_separated_prefix?: string }; route: { weighted_clusters?: { clusters: { name: string; weight: number }[] } } }[] }[] }[] };
-  const route = rds.resources[0]!.virtual_hosts.find((h) => h.name === "dev")!.routes.find((r) => r.match.path_separated_prefix === `/${NS}/web`)!;
+  const rds = parseEnvoyYaml(cm.data!["rds.yaml"]!) as {
+    resources: {
+      virtual_hosts: {
+        name: string;
+        routes: {
+          match: { path_separated_prefix?: string };
+          route: { weighted_clusters?: { clusters: { name: string; weight: number }[] } };
+        }[];
+      }[];
+    }[];
+  };
+  const route = rds.resources[0]!.virtual_hosts.find((h) => h.name === "dev")!.routes.find(
+    (r) => r.match.path_separated_prefix === `/${NS}/web`,
+  )!;
   return Object.fromEntries(route.route.weighted_clusters!.clusters.map((c) => [c.name.split("_")[2]!, c.weight]));
 }
 
@@ -40,7 +52,11 @@ async function syncAndRead(): Promise<{ weights: Record<string, number>; lowest:
   const r = await script("sync-routes", []);
   const after = new Date();
   expect(r.code, r.stderr).toBe(0);
-  return { weights: await configMapWeights(), lowest: shiftWeights(shift, before).to, highest: shiftWeights(shift, after).to };
+  return {
+    weights: await configMapWeights(),
+    lowest: shiftWeights(shift, before).to,
+    highest: shiftWeights(shift, after).to,
+  };
 }
 
 describe("a linear shift of a dev service", () => {
@@ -58,10 +74,19 @@ describe("a linear shift of a dev service", () => {
             labels: routingLabels({ service: "web", version, weight: 100, replicas: 2, websocket: false }),
             annotations:
               version === "green"
-                ? { [SHIFT_ANNOTATION.from]: "blue", [SHIFT_ANNOTATION.policy]: "linear", [SHIFT_ANNOTATION.start]: start.toISOString(), [SHIFT_ANNOTATION.duration]: "240s" }
+                ? {
+                    [SHIFT_ANNOTATION.from]: "blue",
+                    [SHIFT_ANNOTATION.policy]: "linear",
+                    [SHIFT_ANNOTATION.start]: start.toISOString(),
+                    [SHIFT_ANNOTATION.duration]: "240s",
+                  }
                 : {},
           },
-          spec: { clusterIP: "None", selector: { app: `web-${version}` }, ports: [{ name: "https", port: 443, targetPort: 443 }] },
+          spec: {
+            clusterIP: "None",
+            selector: { app: `web-${version}` },
+            ports: [{ name: "https", port: 443, targetPort: 443 }],
+          },
         },
       });
     }
@@ -89,7 +114,9 @@ describe("a linear shift of a dev service", () => {
   it("sends traffic back to the old version when reversed", async () => {
     const reversed = await script("shifts", ["--reverse", `${NS}/web`]);
     expect(reversed.code, reversed.stderr).toBe(0);
-    expect(reversed.stdout).toMatch(new RegExp(`reversed the shift of ${NS}/web at \\S+ \\(annotated Service ${NS}/web-green\\)`));
+    expect(reversed.stdout).toMatch(
+      new RegExp(`reversed the shift of ${NS}/web at \\S+ \\(annotated Service ${NS}/web-green\\)`),
+    );
     const svc = await stack.core().readNamespacedService({ name: "web-green", namespace: NS });
     const reversedAt = new Date(svc.metadata!.annotations![SHIFT_ANNOTATION.reversed]!);
     // The share green had when the shift turned around (the ConfigMap's

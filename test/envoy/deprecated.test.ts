@@ -32,29 +32,54 @@ function render(stack: string): Record<string, Record<string, string>> {
   // query shifts from a to b, half way through now: weighted clusters.
   const query = {
     name: "query",
-    versions: [{ version: "a", service: "query-a" }, { version: "b", service: "query-b" }],
-    shifts: [{ from: "a", to: "b", policy: "linear", start: new Date(Date.now() - 3_600_000).toISOString(), duration: "2h" }],
+    versions: [
+      { version: "a", service: "query-a" },
+      { version: "b", service: "query-b" },
+    ],
+    shifts: [
+      { from: "a", to: "b", policy: "linear", start: new Date(Date.now() - 3_600_000).toISOString(), duration: "2h" },
+    ],
   };
   writeFileSync(namespaces, stringify({ "pr-1": ["batch", "batch-driver"], "pr-2": ["web", query] }));
   const dir = join(out, stack);
-  execFileSync("npm", ["run", "--silent", "render", "--", "--stack", stack, "--out", dir, "--namespaces", namespaces], { cwd: repoRoot, stdio: "pipe" });
-  return Object.fromEntries(readdirSync(dir).map((g) => [g, Object.fromEntries(readdirSync(join(dir, g)).map((f) => [f, readFileSync(join(dir, g, f), "utf8")]))]));
+  execFileSync("npm", ["run", "--silent", "render", "--", "--stack", stack, "--out", dir, "--namespaces", namespaces], {
+    cwd: repoRoot,
+    stdio: "pipe",
+  });
+  return Object.fromEntries(
+    readdirSync(dir).map((g) => [
+      g,
+      Object.fromEntries(readdirSync(join(dir, g)).map((f) => [f, readFileSync(join(dir, g, f), "utf8")])),
+    ]),
+  );
 }
 
 describe("deprecated fields", () => {
-  it.each(["prod", "dev"])("the %s render loads on both gateways with runtime.deprecated_feature_use 0", async (stack) => {
-    const gateways = render(stack);
-    expect(Object.keys(gateways).sort()).toEqual(["gateway", "internal-gateway"]);
-    for (const [gateway, files] of Object.entries(gateways)) {
-      const envoy = await check.start(files);
-      const stats = await envoy.stats();
-      expect(stats.get("cluster_manager.cds.update_success"), `${stack}/${gateway}: CDS loaded`).toBeGreaterThanOrEqual(1);
-      expect(stats.get("cluster_manager.active_clusters"), `${stack}/${gateway}: clusters`).toBeGreaterThan(10);
-      expect(stats.get(DEPRECATED), `${stack}/${gateway}: ${envoy.envoy.log().match(/Using deprecated option.*/g)?.join("\n")}`).toBe(0);
-      expect(envoy.envoy.log()).not.toMatch(/deprecated/i);
-      await envoy.envoy.stop();
-    }
-  });
+  it.each(["prod", "dev"])(
+    "the %s render loads on both gateways with runtime.deprecated_feature_use 0",
+    async (stack) => {
+      const gateways = render(stack);
+      expect(Object.keys(gateways).sort()).toEqual(["gateway", "internal-gateway"]);
+      for (const [gateway, files] of Object.entries(gateways)) {
+        const envoy = await check.start(files);
+        const stats = await envoy.stats();
+        expect(
+          stats.get("cluster_manager.cds.update_success"),
+          `${stack}/${gateway}: CDS loaded`,
+        ).toBeGreaterThanOrEqual(1);
+        expect(stats.get("cluster_manager.active_clusters"), `${stack}/${gateway}: clusters`).toBeGreaterThan(10);
+        expect(
+          stats.get(DEPRECATED),
+          `${stack}/${gateway}: ${envoy.envoy
+            .log()
+            .match(/Using deprecated option.*/g)
+            ?.join("\n")}`,
+        ).toBe(0);
+        expect(envoy.envoy.log()).not.toMatch(/deprecated/i);
+        await envoy.envoy.stop();
+      }
+    },
+  );
 
   it("counts a deprecated field where there is one (so the check above can fail)", async () => {
     const files = render("prod").gateway!;

@@ -16,7 +16,10 @@ import { LoadCheck } from "../harness/load-check.js";
 import { waitFor } from "../harness/processes.js";
 import { e2eStackConfig } from "../harness/stack.js";
 
-const POD_RESOLV_CONF = { LOCALDOMAIN: "default.svc.cluster.local svc.cluster.local cluster.local", RES_OPTIONS: "ndots:5" };
+const POD_RESOLV_CONF = {
+  LOCALDOMAIN: "default.svc.cluster.local svc.cluster.local cluster.local",
+  RES_OPTIONS: "ndots:5",
+};
 let check: LoadCheck;
 
 beforeAll(async () => {
@@ -29,10 +32,19 @@ afterAll(async () => {
 
 /** The DNS names of every DNS cluster (CDS and the bootstrap's). */
 function upstreamNames(files: GatewayFiles): string[] {
-  const clusters = [...(files.documents.cds.resources as Json[]), ...((files.documents.bootstrap.static_resources as Json).clusters as Json[])];
+  const clusters = [
+    ...(files.documents.cds.resources as Json[]),
+    ...((files.documents.bootstrap.static_resources as Json).clusters as Json[]),
+  ];
   return clusters
     .filter((c) => c.cluster_type !== undefined)
-    .flatMap((c) => ((c.load_assignment as Json).endpoints as Json[]).flatMap((e) => (e.lb_endpoints as Json[]).map((l) => String(((((l.endpoint as Json).address as Json).socket_address as Json).address)))))
+    .flatMap((c) =>
+      ((c.load_assignment as Json).endpoints as Json[]).flatMap((e) =>
+        (e.lb_endpoints as Json[]).map((l) =>
+          String((((l.endpoint as Json).address as Json).socket_address as Json).address),
+        ),
+      ),
+    )
     .sort();
 }
 
@@ -42,7 +54,9 @@ async function queriesOf(files: Record<string, string>, names: string[]): Promis
   const envoy = await check.start(files, POD_RESOLV_CONF);
   try {
     const sent = () => check.dns.queries().slice(before);
-    await waitFor("Envoy to ask DNS for every upstream name", 30_000, () => names.every((n) => sent().some((q) => q.name === n)));
+    await waitFor("Envoy to ask DNS for every upstream name", 30_000, () =>
+      names.every((n) => sent().some((q) => q.name === n)),
+    );
     return [...new Set(sent().map((q) => `${q.type} ${q.name}`))].sort();
   } finally {
     await envoy.envoy.stop();
@@ -57,11 +71,16 @@ describe("upstream DNS", () => {
   it("asks each Service name as written, A only: no search domain appended despite ndots:5", async () => {
     expect(names).toContain("www.default.svc.cluster.local");
     expect(names).toContain("batch.pr-1.svc.cluster.local");
-    expect(await queriesOf({ ...files.bootstrap, ...files.xds }, names)).toEqual([...new Set(names)].map((n) => `A ${n}`).sort());
+    expect(await queriesOf({ ...files.bootstrap, ...files.xds }, names)).toEqual(
+      [...new Set(names)].map((n) => `A ${n}`).sort(),
+    );
   });
 
   it("walks the search list without no_default_search_domain (what the setting prevents)", async () => {
-    const bootstrap = files.bootstrap[BOOTSTRAP_FILE]!.replace("no_default_search_domain: true", "no_default_search_domain: false");
+    const bootstrap = files.bootstrap[BOOTSTRAP_FILE]!.replace(
+      "no_default_search_domain: true",
+      "no_default_search_domain: false",
+    );
     expect(bootstrap).not.toBe(files.bootstrap[BOOTSTRAP_FILE]);
     const queries = await queriesOf({ ...files.bootstrap, [BOOTSTRAP_FILE]: bootstrap, ...files.xds }, names);
     // www.default.svc.cluster.local has 4 dots, fewer than ndots:5: each search domain is tried first.

@@ -21,7 +21,10 @@ const open: Socket[] = [];
 
 beforeAll(async () => {
   const edge = (readStackFile(join(repoRoot, "Pulumi.prod.yaml")).edge ?? {}) as Record<string, unknown>;
-  h = await GatewayHarness.start({ ...e2eHarnessOptions(), config: e2eStackConfig({ edge: { ...edge, httpMaxConnections: HTTP_LIMIT, httpsMaxConnections: HTTPS_LIMIT } }) });
+  h = await GatewayHarness.start({
+    ...e2eHarnessOptions(),
+    config: e2eStackConfig({ edge: { ...edge, httpMaxConnections: HTTP_LIMIT, httpsMaxConnections: HTTPS_LIMIT } }),
+  });
 });
 
 afterAll(async () => {
@@ -33,7 +36,9 @@ afterAll(async () => {
 function connection(tls: boolean): Promise<{ socket: Socket; closed: () => boolean }> {
   return new Promise((resolve, reject) => {
     const port = tls ? h.ports.https : h.ports.http;
-    const socket = tls ? tlsConnect({ host: h.address, port, servername: "www.hail.is", ca: h.ca.cert }) : tcpConnect({ host: h.address, port, localAddress: h.clientAddress });
+    const socket = tls
+      ? tlsConnect({ host: h.address, port, servername: "www.hail.is", ca: h.ca.cert })
+      : tcpConnect({ host: h.address, port, localAddress: h.clientAddress });
     open.push(socket);
     let closed = false;
     socket.on("error", () => undefined);
@@ -49,14 +54,22 @@ const gauge = (name: string) => h.envoy.stat(name);
 
 async function closeAll(listener: "http" | "https"): Promise<void> {
   for (const s of open.splice(0)) s.destroy();
-  await waitFor(`the ${listener} listener's connections to close`, 10_000, async () => (await gauge(`connection_limit.${listener}.active_connections`)) === 0);
+  await waitFor(
+    `the ${listener} listener's connections to close`,
+    10_000,
+    async () => (await gauge(`connection_limit.${listener}.active_connections`)) === 0,
+  );
 }
 
 describe("per-listener connection limits", () => {
   it("close a plain-HTTP connection over its listener's limit while HTTPS keeps serving", async () => {
     const kept = [];
     for (let i = 0; i < HTTP_LIMIT; i++) kept.push(await connection(false));
-    await waitFor("Envoy to count the connections", 10_000, async () => (await gauge("connection_limit.http.active_connections")) === HTTP_LIMIT);
+    await waitFor(
+      "Envoy to count the connections",
+      10_000,
+      async () => (await gauge("connection_limit.http.active_connections")) === HTTP_LIMIT,
+    );
     const extra = await connection(false);
     await waitFor("Envoy to close the connection over the limit", 10_000, () => extra.closed());
     expect(kept.map((c) => c.closed())).toEqual(Array(HTTP_LIMIT).fill(false));
@@ -70,7 +83,11 @@ describe("per-listener connection limits", () => {
   it("close a TLS connection over the HTTPS listener's limit while plain HTTP keeps serving", async () => {
     const kept = [];
     for (let i = 0; i < HTTPS_LIMIT; i++) kept.push(await connection(true));
-    await waitFor("Envoy to count the connections", 10_000, async () => (await gauge("connection_limit.https.active_connections")) === HTTPS_LIMIT);
+    await waitFor(
+      "Envoy to count the connections",
+      10_000,
+      async () => (await gauge("connection_limit.https.active_connections")) === HTTPS_LIMIT,
+    );
     const extra = await connection(true);
     await waitFor("Envoy to close the connection over the limit", 10_000, () => extra.closed());
     expect(kept.map((c) => c.closed())).toEqual(Array(HTTPS_LIMIT).fill(false));
@@ -84,7 +101,9 @@ describe("per-listener connection limits", () => {
 describe("the bootstrap's static clusters", () => {
   it("are loaded with the same per-connection buffer limit as the routed clusters", async () => {
     const dump = JSON.parse(await h.envoy.admin("/config_dump?resource=static_clusters")) as { configs: Json[] };
-    const limits = Object.fromEntries(dump.configs.map((c) => [(c.cluster as Json).name, (c.cluster as Json).per_connection_buffer_limit_bytes]));
+    const limits = Object.fromEntries(
+      dump.configs.map((c) => [(c.cluster as Json).name, (c.cluster as Json).per_connection_buffer_limit_bytes]),
+    );
     const limit = h.config.edge.bufferLimitBytes;
     expect(limits).toEqual({ "ext-authz": limit, "acme-solver": limit, "envoy-admin": limit, "gateway-pods": limit });
   });

@@ -11,7 +11,8 @@ import { e2eHarnessOptions, e2eStackConfig, E2E_SERVICES } from "../harness/stac
 let h: GatewayHarness;
 
 /** The e2e stack with one more service that keeps its /metrics public. */
-const config = () => e2eStackConfig({ services: [...E2E_SERVICES, { name: "grafana", replicas: 1, authenticateMetrics: false }] });
+const config = () =>
+  e2eStackConfig({ services: [...E2E_SERVICES, { name: "grafana", replicas: 1, authenticateMetrics: false }] });
 
 beforeAll(async () => {
   h = await GatewayHarness.start({ ...e2eHarnessOptions(), config: config() });
@@ -31,7 +32,9 @@ const prefix = () => h.config.auth.pathPrefix;
 
 describe("ext_authz on dev routes", () => {
   it("passes an allowed request to the service, after asking auth with the original path and credentials", async () => {
-    const res = await h.get("internal.hail.is", "/pr-1234/batch/jobs?page=2", { headers: { cookie: "session=abc", authorization: "Bearer t0ken", "x-unrelated": "1" } });
+    const res = await h.get("internal.hail.is", "/pr-1234/batch/jobs?page=2", {
+      headers: { cookie: "session=abc", authorization: "Bearer t0ken", "x-unrelated": "1" },
+    });
     expect(res.status, res.body).toBe(200);
     expect(res.echo().service).toBe("batch.pr-1234.svc.cluster.local");
     expect(h.authChecks).toHaveLength(1);
@@ -45,7 +48,11 @@ describe("ext_authz on dev routes", () => {
 
   it("sends the original method to the auth service", async () => {
     for (const method of ["POST", "DELETE", "PUT"]) {
-      const res = await h.get("internal.hail.is", "/pr-1234/batch/jobs/7", { method, body: "{}", headers: { "content-type": "application/json" } });
+      const res = await h.get("internal.hail.is", "/pr-1234/batch/jobs/7", {
+        method,
+        body: "{}",
+        headers: { "content-type": "application/json" },
+      });
       expect(res.status, res.body).toBe(200);
       expect(res.echo().method).toBe(method);
     }
@@ -57,7 +64,9 @@ describe("ext_authz on dev routes", () => {
     const before = devRequests();
     const res = await h.get("internal.hail.is", "/pr-1234/batch/jobs?page=2");
     expect(res.status).toBe(302);
-    expect(res.headers.location).toBe("https://auth.hail.is/login?next=https%3A%2F%2Finternal.hail.is%2Fpr-1234%2Fbatch%2Fjobs%3Fpage%3D2");
+    expect(res.headers.location).toBe(
+      "https://auth.hail.is/login?next=https%3A%2F%2Finternal.hail.is%2Fpr-1234%2Fbatch%2Fjobs%3Fpage%3D2",
+    );
     expect(h.authChecks.map((c) => c.decision)).toEqual(["deny"]);
     expect(devRequests()).toBe(before);
   });
@@ -75,7 +84,13 @@ describe("ext_authz on dev routes", () => {
     // The login page reads next back as exactly the URL that was asked for, and its query as sent.
     const next = new URL(location).searchParams.get("next")!;
     expect(next).toBe(original);
-    expect(Object.fromEntries(new URL(next).searchParams)).toEqual({ q: "a&b=c", pct: "100%", name: "été 東京", plus: "1+1", raw: "=&" });
+    expect(Object.fromEntries(new URL(next).searchParams)).toEqual({
+      q: "a&b=c",
+      pct: "100%",
+      name: "été 東京",
+      plus: "1+1",
+      raw: "=&",
+    });
     expect(location.slice(location.indexOf("?") + 1).split("&")).toHaveLength(1);
   });
 
@@ -115,9 +130,17 @@ describe("a production service's /metrics on the external gateway", () => {
     for (const path of ["/metrics", "/metrics/", "/metrics?format=prometheus", "/metrics/../metrics", "/%6Detrics"]) {
       const res = await h.get("www.hail.is", path);
       expect(res.status, path).toBe(302);
-      expect(new URL(res.headers.location as string).searchParams.get("next"), path).toMatch(/^https:\/\/www\.hail\.is\/metrics/);
+      expect(new URL(res.headers.location as string).searchParams.get("next"), path).toMatch(
+        /^https:\/\/www\.hail\.is\/metrics/,
+      );
     }
-    expect(h.authChecks.map((c) => c.path.slice(prefix().length))).toEqual(["/metrics", "/metrics/", "/metrics?format=prometheus", "/metrics", "/metrics"]);
+    expect(h.authChecks.map((c) => c.path.slice(prefix().length))).toEqual([
+      "/metrics",
+      "/metrics/",
+      "/metrics?format=prometheus",
+      "/metrics",
+      "/metrics",
+    ]);
     expect(podRequests("www")).toBe(before);
   });
 

@@ -109,11 +109,21 @@ describe("live reload of the xDS files", () => {
         "cds.yaml": cds.replaceAll('"connect_timeout"', '"conect_timeout"'),
         "rds.yaml": rds.replaceAll('"path_separated_prefix"', '"path_separated_prefx"'),
       });
-      await waitFor("Envoy to reject the broken CDS and RDS files", 10_000, async () =>
-        (await h.envoy.stat("cluster_manager.cds.update_rejected")) > cdsRejected && (await h.envoy.stat("http.https.rds.https.update_rejected")) > rdsRejected,
+      await waitFor(
+        "Envoy to reject the broken CDS and RDS files",
+        10_000,
+        async () =>
+          (await h.envoy.stat("cluster_manager.cds.update_rejected")) > cdsRejected &&
+          (await h.envoy.stat("http.https.rds.https.update_rejected")) > rdsRejected,
       );
       // Envoy says why, naming the field.
-      await waitFor("Envoy to log the rejections", 5_000, () => /update rejected.*'conect_timeout'/.test(h.envoy.log()) && /update rejected.*'path_separated_prefx'/.test(h.envoy.log()));
+      await waitFor(
+        "Envoy to log the rejections",
+        5_000,
+        () =>
+          /update rejected.*'conect_timeout'/.test(h.envoy.log()) &&
+          /update rejected.*'path_separated_prefx'/.test(h.envoy.log()),
+      );
       // Nothing of the broken update applied, nothing of the last good one lost.
       expect(await status("/pr-3000/batch/")).toBe(404);
       expect(await status("/pr-1234/batch/")).toBe(200);
@@ -123,8 +133,14 @@ describe("live reload of the xDS files", () => {
       // A truncated file (not even YAML) cannot be read at all: counted as an update failure, routes kept.
       const rdsFailures = await h.envoy.stat("http.https.rds.https.update_failure");
       h.writeXdsFiles({ "cds.yaml": cds, "rds.yaml": rds.slice(0, Math.floor(rds.length / 2)) });
-      await waitFor("Envoy to refuse the truncated RDS file", 10_000, async () => (await h.envoy.stat("http.https.rds.https.update_failure")) > rdsFailures);
-      await waitFor("Envoy to log the failure", 5_000, () => /update failure: in \S+rds\.yaml, yaml-cpp: error/.test(h.envoy.log()));
+      await waitFor(
+        "Envoy to refuse the truncated RDS file",
+        10_000,
+        async () => (await h.envoy.stat("http.https.rds.https.update_failure")) > rdsFailures,
+      );
+      await waitFor("Envoy to log the failure", 5_000, () =>
+        /update failure: in \S+rds\.yaml, yaml-cpp: error/.test(h.envoy.log()),
+      );
       expect(await status("/pr-3000/batch/")).toBe(404);
       expect(await status("/pr-1234/batch/")).toBe(200);
       expect(h.envoy.running).toBe(true);
@@ -135,6 +151,10 @@ describe("live reload of the xDS files", () => {
     expect(loop.failures).toEqual([]);
     // Good files again: the next update applies.
     await h.setDevNamespaces({ ...E2E_DEV_NAMESPACES, "pr-3000": ["batch"] });
-    await waitFor("pr-3000 to serve after a good update", 10_000, async () => (await status("/pr-3000/batch/")) === 200);
+    await waitFor(
+      "pr-3000 to serve after a good update",
+      10_000,
+      async () => (await status("/pr-3000/batch/")) === 200,
+    );
   });
 });

@@ -46,7 +46,11 @@ describe("load balancing across the pods of a headless Service", () => {
     expect(pods).toHaveLength(3);
     const host = "www.default.svc.cluster.local";
     expect(await h.dns.query(host)).toEqual(pods.map((p) => p.address).sort());
-    await waitFor("Envoy to have the three pods", 10_000, async () => (await h.envoy.clusterHosts("default_www")).length === 3);
+    await waitFor(
+      "Envoy to have the three pods",
+      10_000,
+      async () => (await h.envoy.clusterHosts("default_www")).length === 3,
+    );
     expect(await h.envoy.clusterHosts("default_www")).toEqual(pods.map((p) => p.address).sort());
   });
 
@@ -62,7 +66,9 @@ describe("load balancing across the pods of a headless Service", () => {
     }
     // At most one connection per pod, Envoy worker and concurrent client request: not one per request.
     const handshakes = sum(pods, (p) => p.handshakes);
-    expect(handshakes, `handshakes per pod: ${pods.map((p) => p.handshakes).join(", ")}`).toBeLessThanOrEqual(pods.length * WORKERS * CLIENT_CONNECTIONS);
+    expect(handshakes, `handshakes per pod: ${pods.map((p) => p.handshakes).join(", ")}`).toBeLessThanOrEqual(
+      pods.length * WORKERS * CLIENT_CONNECTIONS,
+    );
     expect(handshakes).toBeGreaterThanOrEqual(pods.length);
     expect(sum(pods, (p) => p.failedHandshakes)).toBe(0);
   });
@@ -71,14 +77,20 @@ describe("load balancing across the pods of a headless Service", () => {
     const refreshSeconds = Number(/^(\d+)s$/.exec(h.config.upstream.dnsRefreshRate)?.[1] ?? 5);
     const added = await h.addPod("default", "www");
     expect(await h.dns.query("www.default.svc.cluster.local")).toContain(added.address);
-    await waitFor(`Envoy to send requests to the new pod ${added.address}`, (refreshSeconds + 5) * 1000, async () => {
-      await load(20);
-      return added.requests > 0;
-    }, 0);
+    await waitFor(
+      `Envoy to send requests to the new pod ${added.address}`,
+      (refreshSeconds + 5) * 1000,
+      async () => {
+        await load(20);
+        return added.requests > 0;
+      },
+      0,
+    );
     const pods = h.productionPods("www");
     for (const p of pods) p.resetCounters();
     await load(800);
-    for (const p of pods) expect(p.requests, `${p.id}: ${pods.map((q) => q.requests).join(", ")}`).toBeGreaterThan(800 / 4 / 2);
+    for (const p of pods)
+      expect(p.requests, `${p.id}: ${pods.map((q) => q.requests).join(", ")}`).toBeGreaterThan(800 / 4 / 2);
   });
 
   it("stops sending traffic to a pod removed from DNS within the DNS refresh", async () => {
@@ -86,7 +98,11 @@ describe("load balancing across the pods of a headless Service", () => {
     const removed = h.productionPods("www")[0]!;
     await h.unpublishPod(removed); // still listening: any request Envoy sends it would show
     expect(await h.dns.query("www.default.svc.cluster.local")).not.toContain(removed.address);
-    await waitFor(`Envoy to drop ${removed.address}`, (refreshSeconds + 5) * 1000, async () => !(await h.envoy.clusterHosts("default_www")).includes(removed.address));
+    await waitFor(
+      `Envoy to drop ${removed.address}`,
+      (refreshSeconds + 5) * 1000,
+      async () => !(await h.envoy.clusterHosts("default_www")).includes(removed.address),
+    );
     removed.resetCounters();
     const remaining = h.productionPods("www");
     for (const p of remaining) p.resetCounters();

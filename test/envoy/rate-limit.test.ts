@@ -21,7 +21,9 @@ import type { Agent } from "node:https";
  * dev routes limited to 20/s (small enough to exceed from one test process).
  */
 function scalingConfig() {
-  const raw = readStackFile(join(repoRoot, "Pulumi.prod.yaml")) as { gateways: Record<string, Record<string, unknown>> };
+  const raw = readStackFile(join(repoRoot, "Pulumi.prod.yaml")) as {
+    gateways: Record<string, Record<string, unknown>>;
+  };
   const gateways = structuredClone(raw.gateways);
   gateways.gateway!.replicas = 1;
   return e2eStackConfig({ gateways, devNamespaces: { rateLimit: 20 } });
@@ -45,8 +47,14 @@ async function burst(endpoint: Endpoint, host: string, path: string, count: numb
   const agent = keepAliveAgent(endpoint, count);
   try {
     // Open the connections first, so the burst itself is only requests.
-    await Promise.all(Array.from({ length: count }, () => httpsGet(endpoint, { host: "www.hail.is", path: "/warm", agent, localAddress: h.clientAddress })));
-    return await Promise.all(Array.from({ length: count }, () => httpsGet(endpoint, { host, path, agent, localAddress: h.clientAddress })));
+    await Promise.all(
+      Array.from({ length: count }, () =>
+        httpsGet(endpoint, { host: "www.hail.is", path: "/warm", agent, localAddress: h.clientAddress }),
+      ),
+    );
+    return await Promise.all(
+      Array.from({ length: count }, () => httpsGet(endpoint, { host, path, agent, localAddress: h.clientAddress })),
+    );
   } finally {
     agent.destroy();
   }
@@ -58,7 +66,13 @@ async function burst(endpoint: Endpoint, host: string, path: string, count: numb
  * buckets empty) and then `seconds`; returns the 200s per second of the
  * requests sent in the measured part. Bounded in count and time.
  */
-async function admittedRate(endpoints: Endpoint[], host: string, perSecond: number, warmupSeconds: number, seconds: number): Promise<{ rate: number; statuses: Set<number> }> {
+async function admittedRate(
+  endpoints: Endpoint[],
+  host: string,
+  perSecond: number,
+  warmupSeconds: number,
+  seconds: number,
+): Promise<{ rate: number; statuses: Set<number> }> {
   const agents: Agent[] = endpoints.map((e) => keepAliveAgent(e, 32));
   const total = Math.round(perSecond * (warmupSeconds + seconds));
   const start = performance.now();
@@ -74,7 +88,13 @@ async function admittedRate(endpoints: Endpoint[], host: string, perSecond: numb
       const measured = due >= measuredFrom;
       const k = i % endpoints.length;
       pending.push(
-        httpsGet(endpoints[k]!, { host, path: "/", agent: agents[k], localAddress: h.clientAddress, timeoutMs: 5_000 }).then(
+        httpsGet(endpoints[k]!, {
+          host,
+          path: "/",
+          agent: agents[k],
+          localAddress: h.clientAddress,
+          timeoutMs: 5_000,
+        }).then(
           (r) => {
             statuses.add(r.status);
             if (measured && r.status === 200) admitted++;
@@ -101,7 +121,10 @@ describe("rate limits shared across the gateway's pods", () => {
       const { rate, statuses } = await admittedRate(h.gatewayEndpoints, LIMITED_HOST, offered, 1.5, 6);
       expect([...statuses].sort(), "only 200 and 429 expected").toEqual([200, 429]);
       // Measured over 6 s against 1-s refills at each pod's own phase: within one refill either way.
-      expect(rate, `admitted ${rate.toFixed(1)} requests/s with ${pods} pods for a limit of ${limit()}/s`).toBeGreaterThanOrEqual(limit() * (5 / 6) - 1);
+      expect(
+        rate,
+        `admitted ${rate.toFixed(1)} requests/s with ${pods} pods for a limit of ${limit()}/s`,
+      ).toBeGreaterThanOrEqual(limit() * (5 / 6) - 1);
       expect(rate).toBeLessThanOrEqual(limit() * (7 / 6) + 1);
       for (const envoy of h.gatewayEnvoys) expect(await envoy.stat("cluster.gateway-pods.membership_total")).toBe(pods);
     });
@@ -125,7 +148,11 @@ describe("a 429 says which route limited it", () => {
     expect(after - before).toBe(limited.length);
     // Tagged by service in Prometheus.
     const metrics = await h.envoy.admin("/stats/prometheus");
-    expect(metrics).toMatch(new RegExp(`envoy_http_local_rate_limit_rate_limited\\{envoy_local_http_ratelimit_prefix="default_batch-driver"\\} ${after}\\b`));
+    expect(metrics).toMatch(
+      new RegExp(
+        `envoy_http_local_rate_limit_rate_limited\\{envoy_local_http_ratelimit_prefix="default_batch-driver"\\} ${after}\\b`,
+      ),
+    );
   });
 
   it("names the dev/PR route, counted with the other dev routes", async () => {

@@ -36,10 +36,14 @@ const SERVICES = [
 
 let h: GatewayHarness;
 
-const upstreamConfig = () => (readStackFile(join(repoRoot, "Pulumi.prod.yaml")).upstream ?? {}) as Record<string, unknown>;
+const upstreamConfig = () =>
+  (readStackFile(join(repoRoot, "Pulumi.prod.yaml")).upstream ?? {}) as Record<string, unknown>;
 
 beforeAll(async () => {
-  const config = e2eStackConfig({ services: SERVICES, upstream: { ...upstreamConfig(), routeTimeout: `${ROUTE_TIMEOUT_S}s` } });
+  const config = e2eStackConfig({
+    services: SERVICES,
+    upstream: { ...upstreamConfig(), routeTimeout: `${ROUTE_TIMEOUT_S}s` },
+  });
   h = await GatewayHarness.start({ ...e2eHarnessOptions(), config, devNamespaces: {} });
   const reset = (_req: PodRequest, res: ServerResponse) => {
     res.socket?.destroy(); // after the whole request arrived, before any response
@@ -69,7 +73,8 @@ describe("retries", () => {
     const [resetting, healthy] = h.productionPods("flaky") as [Pod, Pod];
     const statuses: number[] = [];
     // Until the resetting pod got a few (least-request picks at random between the two), at most 60.
-    for (let i = 0; i < 60 && resetting.requests < 3; i++) statuses.push((await h.get("flaky.hail.is", `/get/${i}`)).status);
+    for (let i = 0; i < 60 && resetting.requests < 3; i++)
+      statuses.push((await h.get("flaky.hail.is", `/get/${i}`)).status);
     expect(resetting.requests, "the resetting pod was never picked").toBeGreaterThanOrEqual(3);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     // Each request it reset was retried once, on the healthy pod.
@@ -81,12 +86,20 @@ describe("retries", () => {
 
   it("never retry a POST a pod reset after receiving it; retry a GET, up to the stack's retries", async () => {
     const pods = h.productionPods("broken");
-    const post = await h.get("broken.hail.is", "/jobs", { method: "POST", body: '{"n":1}', headers: { "content-type": "application/json" } });
+    const post = await h.get("broken.hail.is", "/jobs", {
+      method: "POST",
+      body: '{"n":1}',
+      headers: { "content-type": "application/json" },
+    });
     expect(post.status).toBe(503);
     expect(requestsOf(pods), "the POST reached a pod once").toBe(1);
     // Nor can a client ask for it: Envoy drops x-envoy-* headers from external requests.
     for (const p of pods) p.resetCounters();
-    const asked = await h.get("broken.hail.is", "/jobs", { method: "POST", body: "{}", headers: { "x-envoy-retry-on": "reset,5xx", "x-envoy-max-retries": "5" } });
+    const asked = await h.get("broken.hail.is", "/jobs", {
+      method: "POST",
+      body: "{}",
+      headers: { "x-envoy-retry-on": "reset,5xx", "x-envoy-max-retries": "5" },
+    });
     expect(asked.status).toBe(503);
     expect(requestsOf(pods)).toBe(1);
     for (const p of pods) p.resetCounters();
@@ -104,7 +117,10 @@ describe("retries", () => {
     for (let i = 0; i < 40 && (await stat("default_half-down", "upstream_rq_retry")) === 0; i++) {
       statuses.push((await h.get("half-down.hail.is", `/jobs/${i}`, { method: "POST", body: "x" })).status);
     }
-    expect(await stat("default_half-down", "upstream_cx_connect_fail"), "no request was sent to the pod that refuses").toBeGreaterThan(0);
+    expect(
+      await stat("default_half-down", "upstream_cx_connect_fail"),
+      "no request was sent to the pod that refuses",
+    ).toBeGreaterThan(0);
     expect(await stat("default_half-down", "upstream_rq_retry")).toBeGreaterThan(0);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     expect(up.requests).toBe(statuses.length);
@@ -114,7 +130,8 @@ describe("retries", () => {
     const [down] = h.productionPods("no-retries") as [Pod, Pod];
     await down.stop();
     const statuses: number[] = [];
-    for (let i = 0; i < 40 && !statuses.includes(503); i++) statuses.push((await h.get("no-retries.hail.is", `/x/${i}`)).status);
+    for (let i = 0; i < 40 && !statuses.includes(503); i++)
+      statuses.push((await h.get("no-retries.hail.is", `/x/${i}`)).status);
     expect(statuses).toContain(503);
     expect(await stat("default_no-retries", "upstream_rq_retry")).toBe(0);
   });
@@ -136,7 +153,14 @@ describe("route timeouts", () => {
 
   it("never cut an upgraded websocket at the route's bound", async () => {
     // Three messages, each sent well after the last reply: the stream lives past the bound.
-    const ws = await websocketExchange(h.https, "notebook.hail.is", "/kernels/1/channels", ["one", "two", "three"], SLOW_MS * 3 + 10_000, SLOW_MS);
+    const ws = await websocketExchange(
+      h.https,
+      "notebook.hail.is",
+      "/kernels/1/channels",
+      ["one", "two", "three"],
+      SLOW_MS * 3 + 10_000,
+      SLOW_MS,
+    );
     expect(ws.status, ws.head).toBe(101);
     expect(ws.replies).toEqual(["default/notebook-0: one", "default/notebook-0: two", "default/notebook-0: three"]);
   });

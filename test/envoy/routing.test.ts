@@ -32,7 +32,9 @@ describe("routing", () => {
     expect(batch.service).toBe("batch.default.svc.cluster.local");
     // An alias and a Host with a port reach the same service.
     expect((await h.get("hail.is", "/")).echo().service).toBe("www.default.svc.cluster.local");
-    expect((await h.get("www.hail.is", "/", { headers: { host: "www.hail.is:443" } })).echo().service).toBe("www.default.svc.cluster.local");
+    expect((await h.get("www.hail.is", "/", { headers: { host: "www.hail.is:443" } })).echo().service).toBe(
+      "www.default.svc.cluster.local",
+    );
   });
 
   it("serves dev paths /<namespace>/<service>/... from that namespace's service, the path kept", async () => {
@@ -88,7 +90,12 @@ describe("plain HTTP listener", () => {
 
 describe("downstream TLS", () => {
   it("accepts TLS 1.2 with a modern cipher and TLS 1.3", async () => {
-    const tls12 = await opensslProbe(h.https, "www.hail.is", ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"], h.ca.certPath);
+    const tls12 = await opensslProbe(
+      h.https,
+      "www.hail.is",
+      ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"],
+      h.ca.certPath,
+    );
     expect(tls12.connected, tls12.output).toBe(true);
     expect(tls12.cipher).toBe("ECDHE-ECDSA-AES128-GCM-SHA256");
     const tls13 = await opensslProbe(h.https, "www.hail.is", ["-tls1_3"], h.ca.certPath);
@@ -136,9 +143,13 @@ describe("upstream TLS", () => {
 
 describe("edge headers and paths", () => {
   it("sets X-Real-IP from the client address, whatever the client sends", async () => {
-    const echo = (await h.get("www.hail.is", "/", { headers: { "x-real-ip": "203.0.113.9", "x-forwarded-for": "203.0.113.9" } })).echo();
+    const echo = (
+      await h.get("www.hail.is", "/", { headers: { "x-real-ip": "203.0.113.9", "x-forwarded-for": "203.0.113.9" } })
+    ).echo();
     expect(echo.headers["x-real-ip"]).toBe(h.clientAddress);
-    const dev = (await h.get("internal.hail.is", "/pr-1234/batch/", { headers: { "x-real-ip": "203.0.113.9" } })).echo();
+    const dev = (
+      await h.get("internal.hail.is", "/pr-1234/batch/", { headers: { "x-real-ip": "203.0.113.9" } })
+    ).echo();
     expect(dev.headers["x-real-ip"]).toBe(h.clientAddress);
   });
 
@@ -156,7 +167,9 @@ describe("edge headers and paths", () => {
     expect(res.status).toBe(431);
     expect(h.productionPods("www").reduce((n, p) => n + p.requests, 0)).toBe(before);
     // Just under the limit still passes.
-    expect((await h.get("www.hail.is", "/", { headers: { "x-big": "a".repeat((limitKb - 4) * 1024) } })).status).toBe(200);
+    expect((await h.get("www.hail.is", "/", { headers: { "x-big": "a".repeat((limitKb - 4) * 1024) } })).status).toBe(
+      200,
+    );
   });
 
   it("normalizes paths and merges slashes before routing", async () => {
@@ -198,11 +211,20 @@ describe("admin and metrics", () => {
   it("serves only GET /stats/prometheus on the metrics listener", async () => {
     const metrics = { address: h.address, port: h.ports.metrics };
     const get = (path: string, method = "GET") =>
-      fetch(`http://${metrics.address}:${metrics.port}${path}`, { method, signal: AbortSignal.timeout(10_000) }).then(async (r) => ({ status: r.status, body: await r.text() }));
+      fetch(`http://${metrics.address}:${metrics.port}${path}`, { method, signal: AbortSignal.timeout(10_000) }).then(
+        async (r) => ({ status: r.status, body: await r.text() }),
+      );
     const prom = await get("/stats/prometheus");
     expect(prom.status).toBe(200);
     expect(prom.body).toMatch(/^envoy_cluster_upstream_rq_total\{envoy_cluster_name="default_www"\}/m);
-    for (const path of ["/stats", "/config_dump", "/clusters", "/server_info", "/stats/prometheus/../../config_dump", "/"]) {
+    for (const path of [
+      "/stats",
+      "/config_dump",
+      "/clusters",
+      "/server_info",
+      "/stats/prometheus/../../config_dump",
+      "/",
+    ]) {
       expect((await get(path)).status, path).toBe(404);
     }
     for (const path of ["/quitquitquit", "/healthcheck/fail", "/logging?level=trace"]) {

@@ -13,7 +13,11 @@ const SERVICES = [
   {
     name: "wiki",
     replicas: 1,
-    securityHeaders: { "x-frame-options": "DENY", "referrer-policy": false, "strict-transport-security": { value: "max-age=60", replace: true } },
+    securityHeaders: {
+      "x-frame-options": "DENY",
+      "referrer-policy": false,
+      "strict-transport-security": { value: "max-age=60", replace: true },
+    },
   },
 ];
 const config = () => e2eStackConfig({ services: SERVICES });
@@ -50,10 +54,19 @@ afterAll(async () => {
 });
 
 describe("the external gateway's security headers", () => {
-  const defaults = { hsts: "max-age=31536000", nosniff: "nosniff", referrer: "strict-origin-when-cross-origin", frame: undefined };
+  const defaults = {
+    hsts: "max-age=31536000",
+    nosniff: "nosniff",
+    referrer: "strict-origin-when-cross-origin",
+    frame: undefined,
+  };
 
   it("are added by default, on production hosts, aliases and dev/PR routes", async () => {
-    for (const [host, path] of [["www.hail.is", "/"], ["hail.is", "/a"], ["internal.hail.is", "/pr-1234/batch/"]] as const) {
+    for (const [host, path] of [
+      ["www.hail.is", "/"],
+      ["hail.is", "/a"],
+      ["internal.hail.is", "/pr-1234/batch/"],
+    ] as const) {
       const res = await h.get(host, path);
       expect(res.status, `${host}${path}`).toBe(200);
       expect(security(res.headers), `${host}${path}`).toEqual(defaults);
@@ -64,13 +77,28 @@ describe("the external gateway's security headers", () => {
     const res = await h.get("www.hail.is", "/own");
     expect(res.status).toBe(200);
     // Not added next to the service's (Node would join two values with a comma).
-    expect(security(res.headers)).toEqual({ hsts: "max-age=5", nosniff: "nosniff", referrer: "no-referrer", frame: undefined });
+    expect(security(res.headers)).toEqual({
+      hsts: "max-age=5",
+      nosniff: "nosniff",
+      referrer: "no-referrer",
+      frame: undefined,
+    });
   });
 
   it("follow a service's overrides: another header added, a default dropped, one replacing the service's own", async () => {
-    expect(security((await h.get("wiki.hail.is", "/")).headers)).toEqual({ hsts: "max-age=60", nosniff: "nosniff", referrer: undefined, frame: "DENY" });
+    expect(security((await h.get("wiki.hail.is", "/")).headers)).toEqual({
+      hsts: "max-age=60",
+      nosniff: "nosniff",
+      referrer: undefined,
+      frame: "DENY",
+    });
     // The pod's own: HSTS replaced (replace: true), X-Frame-Options kept (added only if absent).
-    expect(security((await h.get("wiki.hail.is", "/own")).headers)).toEqual({ hsts: "max-age=60", nosniff: "nosniff", referrer: undefined, frame: "SAMEORIGIN" });
+    expect(security((await h.get("wiki.hail.is", "/own")).headers)).toEqual({
+      hsts: "max-age=60",
+      nosniff: "nosniff",
+      referrer: undefined,
+      frame: "SAMEORIGIN",
+    });
   });
 });
 
@@ -86,10 +114,18 @@ describe("the internal gateway", () => {
   });
 
   it("adds no security headers", async () => {
-    for (const [host, path] of [[internal.productionHost("www"), "/"], [internal.devHost, "/pr-1234/batch/"]] as const) {
+    for (const [host, path] of [
+      [internal.productionHost("www"), "/"],
+      [internal.devHost, "/pr-1234/batch/"],
+    ] as const) {
       const res = await internal.get(host, path);
       expect(res.status, `${host}${path}`).toBe(200);
-      expect(security(res.headers), `${host}${path}`).toEqual({ hsts: undefined, nosniff: undefined, referrer: undefined, frame: undefined });
+      expect(security(res.headers), `${host}${path}`).toEqual({
+        hsts: undefined,
+        nosniff: undefined,
+        referrer: undefined,
+        frame: undefined,
+      });
     }
   });
 });

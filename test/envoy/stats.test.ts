@@ -40,9 +40,26 @@ describe("stats kept", () => {
     for (let i = 0; i < 3; i++) expect((await h.get(h.devHost, "/pr-1234/batch/x")).status).toBe(200);
     const dev = await clusterStats("pr-1234_batch");
     for (const s of dev) expect(DEV_CLUSTER_STATS, s).toContain(s);
-    expect(dev).toEqual(expect.arrayContaining(["upstream_rq_total", "upstream_rq_2xx", "upstream_rq_time", "upstream_cx_active", "upstream_rq_active", "membership_total"]));
+    expect(dev).toEqual(
+      expect.arrayContaining([
+        "upstream_rq_total",
+        "upstream_rq_2xx",
+        "upstream_rq_time",
+        "upstream_cx_active",
+        "upstream_rq_active",
+        "membership_total",
+      ]),
+    );
     // Dropped: exact codes, connection details, circuit breakers, TLS details, the load balancer's.
-    for (const s of ["upstream_rq_200", "upstream_cx_total", "upstream_cx_connect_ms", "circuit_breakers.default.rq_open", "ssl.handshake", "lb_healthy_panic"]) expect(dev).not.toContain(s);
+    for (const s of [
+      "upstream_rq_200",
+      "upstream_cx_total",
+      "upstream_cx_connect_ms",
+      "circuit_breakers.default.rq_open",
+      "ssl.handshake",
+      "lb_healthy_panic",
+    ])
+      expect(dev).not.toContain(s);
     expect(await h.envoy.stat("cluster.pr-1234_batch.upstream_rq_total")).toBe(3);
     expect(await h.envoy.stat("cluster.pr-1234_batch.upstream_rq_2xx")).toBe(3);
   });
@@ -51,7 +68,17 @@ describe("stats kept", () => {
     expect((await h.get("www.hail.is", "/")).status).toBe(200);
     const prod = await clusterStats("default_www");
     expect(prod.length).toBeGreaterThan(100);
-    expect(prod).toEqual(expect.arrayContaining(["upstream_rq_200", "upstream_cx_total", "upstream_cx_connect_ms", "circuit_breakers.default.rq_open", "ssl.handshake", "outlier_detection.ejections_enforced_total", ...["upstream_rq_total", "upstream_rq_2xx", "upstream_rq_time"]]));
+    expect(prod).toEqual(
+      expect.arrayContaining([
+        "upstream_rq_200",
+        "upstream_cx_total",
+        "upstream_cx_connect_ms",
+        "circuit_breakers.default.rq_open",
+        "ssl.handshake",
+        "outlier_detection.ejections_enforced_total",
+        ...["upstream_rq_total", "upstream_rq_2xx", "upstream_rq_time"],
+      ]),
+    );
     // The bootstrap's static clusters too.
     expect((await clusterStats("ext-authz")).length).toBeGreaterThan(100);
   });
@@ -59,11 +86,23 @@ describe("stats kept", () => {
   it("tags dev/PR and production clusters alike in Prometheus, and keeps every stat outside cluster.*", async () => {
     const prom = await h.envoy.admin("/stats/prometheus");
     expect(prom).toMatch(/^envoy_cluster_upstream_rq_total\{envoy_cluster_name="pr-1234_batch"\} 3$/m);
-    expect(prom).toMatch(/^envoy_cluster_upstream_rq_xx\{envoy_response_code_class="2",envoy_cluster_name="pr-1234_batch"\} 3$/m);
+    expect(prom).toMatch(
+      /^envoy_cluster_upstream_rq_xx\{envoy_response_code_class="2",envoy_cluster_name="pr-1234_batch"\} 3$/m,
+    );
     expect(prom).toMatch(/^envoy_cluster_upstream_rq_total\{envoy_cluster_name="default_www"\} \d+$/m);
-    expect(prom).toMatch(/^envoy_cluster_upstream_rq\{envoy_response_code="200",envoy_cluster_name="default_www"\} \d+$/m);
-    expect(prom).not.toMatch(/envoy_cluster_upstream_rq\{envoy_response_code="200",envoy_cluster_name="pr-1234_batch"\}/);
+    expect(prom).toMatch(
+      /^envoy_cluster_upstream_rq\{envoy_response_code="200",envoy_cluster_name="default_www"\} \d+$/m,
+    );
+    expect(prom).not.toMatch(
+      /envoy_cluster_upstream_rq\{envoy_response_code="200",envoy_cluster_name="pr-1234_batch"\}/,
+    );
     expect(prom).toMatch(/^envoy_cluster_upstream_rq_time_bucket\{envoy_cluster_name="pr-1234_batch",le="/m);
-    for (const name of ["envoy_http_downstream_rq_total", "envoy_listener_downstream_cx_total", "envoy_server_memory_allocated", "envoy_cluster_manager_active_clusters"]) expect(prom, name).toContain(`${name}`);
+    for (const name of [
+      "envoy_http_downstream_rq_total",
+      "envoy_listener_downstream_cx_total",
+      "envoy_server_memory_allocated",
+      "envoy_cluster_manager_active_clusters",
+    ])
+      expect(prom, name).toContain(`${name}`);
   });
 });

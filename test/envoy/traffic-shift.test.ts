@@ -18,7 +18,10 @@ let h: GatewayHarness;
 beforeAll(async () => {
   const options = e2eHarnessOptions();
   // Thousands of requests a second: lift the dev routes' rate limit (tested on its own elsewhere).
-  h = await GatewayHarness.start({ ...options, config: { ...options.config, devNamespaces: { ...options.config.devNamespaces, rateLimit: 1_000_000 } } });
+  h = await GatewayHarness.start({
+    ...options,
+    config: { ...options.config, devNamespaces: { ...options.config.devNamespaces, rateLimit: 1_000_000 } },
+  });
 });
 
 afterAll(async () => {
@@ -28,10 +31,23 @@ afterAll(async () => {
 /** The Services of web's two versions; green carries the shift annotations. */
 function services(shift: Record<string, string>): ServiceObject[] {
   const svc = (version: string, annotations: Record<string, string> = {}): ServiceObject => ({
-    metadata: { namespace: NS, name: `web-${version}`, labels: routingLabels({ service: "web", version, weight: 100, replicas: 1, websocket: false }), annotations },
+    metadata: {
+      namespace: NS,
+      name: `web-${version}`,
+      labels: routingLabels({ service: "web", version, weight: 100, replicas: 1, websocket: false }),
+      annotations,
+    },
     spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] },
   });
-  return [svc("blue"), svc("green", { [SHIFT_ANNOTATION.from]: "blue", [SHIFT_ANNOTATION.start]: T0.toISOString(), [SHIFT_ANNOTATION.duration]: "100m", ...shift })];
+  return [
+    svc("blue"),
+    svc("green", {
+      [SHIFT_ANNOTATION.from]: "blue",
+      [SHIFT_ANNOTATION.start]: T0.toISOString(),
+      [SHIFT_ANNOTATION.duration]: "100m",
+      ...shift,
+    }),
+  ];
 }
 
 /** Routes web as discovery and the routing table would at `now`, waits until Envoy serves that split, and returns the weights routed. */
@@ -40,9 +56,17 @@ async function routeAt(shift: Record<string, string>, now: Date): Promise<Record
   expect(found.problems).toEqual([]);
   const rdsBefore = await h.envoy.stat("http.https.rds.https.update_success");
   await h.setDevNamespaces(found.devNamespaces, now);
-  await waitFor("Envoy to load the new routes", 15_000, async () => (await h.envoy.stat("http.https.rds.https.update_success")) > rdsBefore);
+  await waitFor(
+    "Envoy to load the new routes",
+    15_000,
+    async () => (await h.envoy.stat("http.https.rds.https.update_success")) > rdsBefore,
+  );
   for (const version of ["blue", "green"]) {
-    await waitFor(`Envoy to resolve web-${version}`, 15_000, async () => (await h.envoy.clusterHosts(`${NS}_web_${version}`)).length > 0);
+    await waitFor(
+      `Envoy to resolve web-${version}`,
+      15_000,
+      async () => (await h.envoy.clusterHosts(`${NS}_web_${version}`)).length > 0,
+    );
   }
   const web = h.table.dev.find((s) => s.namespace === NS && s.name === "web")!;
   return Object.fromEntries(web.versions.map((v) => [v.version, v.weight]));
@@ -72,7 +96,8 @@ async function versionsServing(total: number): Promise<Record<string, number>> {
   return counts;
 }
 
-const share = (counts: Record<string, number>, version: string) => (counts[`web-${version}`] ?? 0) / Object.values(counts).reduce((a, b) => a + b, 0);
+const share = (counts: Record<string, number>, version: string) =>
+  (counts[`web-${version}`] ?? 0) / Object.values(counts).reduce((a, b) => a + b, 0);
 
 describe("traffic shifting on the real Envoy", () => {
   it("splits a linear shift at 10% of its way 90/10: 2,000 requests land within 3 points", async () => {

@@ -21,7 +21,15 @@ import { renderGateways } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { validateGateway } from "../../routing/validation/index.js";
 import { goldenFeatures, renderFeature } from "../fixtures/golden-features.js";
-import { ACCEPTED, BROKEN, BROKEN_BASE, brokenBaseDocuments, CORPUS_NOW, documentFiles, type BrokenCase } from "../fixtures/validator-corpus.js";
+import {
+  ACCEPTED,
+  BROKEN,
+  BROKEN_BASE,
+  brokenBaseDocuments,
+  CORPUS_NOW,
+  documentFiles,
+  type BrokenCase,
+} from "../fixtures/validator-corpus.js";
 import { EnvoyRejected, LoadCheck, type LoadedEnvoy } from "../harness/load-check.js";
 import { repoRoot } from "../support/components.js";
 
@@ -55,24 +63,43 @@ async function expectLoaded(envoy: LoadedEnvoy, files: Record<string, string>, l
   const refused = [...stats].filter(([name, n]) => /update_(rejected|failure)$/.test(name) && n > 0);
   expect(refused, `${label}: refused updates`).toEqual([]);
   expect(stats.get("cluster_manager.cds.update_success"), `${label}: CDS loaded`).toBeGreaterThanOrEqual(1);
-  expect(stats.get(`http.https.rds.${HTTPS_ROUTE_CONFIG}.update_success`), `${label}: RDS loaded`).toBeGreaterThanOrEqual(1);
+  expect(
+    stats.get(`http.https.rds.${HTTPS_ROUTE_CONFIG}.update_success`),
+    `${label}: RDS loaded`,
+  ).toBeGreaterThanOrEqual(1);
 
   const cds = parseEnvoyYaml(files[XDS_FILES.cds]!) as Json;
   const rds = parseEnvoyYaml(files[XDS_FILES.rds]!) as Json;
   const bootstrap = parseEnvoyYaml(files[BOOTSTRAP_FILE]!) as Json;
   const dump = (await envoy.configDump()).configs as Json[];
-  const section = (type: string) => dump.find((c) => String(c["@type"]) === `type.googleapis.com/envoy.admin.v3.${type}`) ?? {};
+  const section = (type: string) =>
+    dump.find((c) => String(c["@type"]) === `type.googleapis.com/envoy.admin.v3.${type}`) ?? {};
   const clusters = section("ClustersConfigDump");
-  const names = (list: unknown, key: string) => ((list ?? []) as Json[]).map((e) => String((e[key] as Json).name)).sort();
-  expect(names(clusters.dynamic_active_clusters, "cluster"), `${label}: CDS clusters`).toEqual((cds.resources as Json[]).map((c) => String(c.name)).sort());
-  expect(names(clusters.static_clusters, "cluster"), `${label}: static clusters`).toEqual(((bootstrap.static_resources as Json).clusters as Json[]).map((c) => String(c.name)).sort());
-  const routes = ((section("RoutesConfigDump").dynamic_route_configs ?? []) as Json[]).map((r) => ({ version: r.version_info, config: r.route_config as Json }));
+  const names = (list: unknown, key: string) =>
+    ((list ?? []) as Json[]).map((e) => String((e[key] as Json).name)).sort();
+  expect(names(clusters.dynamic_active_clusters, "cluster"), `${label}: CDS clusters`).toEqual(
+    (cds.resources as Json[]).map((c) => String(c.name)).sort(),
+  );
+  expect(names(clusters.static_clusters, "cluster"), `${label}: static clusters`).toEqual(
+    ((bootstrap.static_resources as Json).clusters as Json[]).map((c) => String(c.name)).sort(),
+  );
+  const routes = ((section("RoutesConfigDump").dynamic_route_configs ?? []) as Json[]).map((r) => ({
+    version: r.version_info,
+    config: r.route_config as Json,
+  }));
   const want = (rds.resources as Json[])[0]!;
   // Envoy's dump leaves out an empty list of virtual hosts (a table with nothing routed).
   const hostCount = (config: Json) => ((config.virtual_hosts ?? []) as Json[]).length;
-  expect(routes.map((r) => [r.config.name, r.version, hostCount(r.config)]), `${label}: route configuration`).toEqual([[want.name, rds.version_info, hostCount(want)]]);
-  const listeners = ((section("ListenersConfigDump").static_listeners ?? []) as Json[]).map((l) => String((l.listener as Json).name)).sort();
-  expect(listeners, `${label}: listeners`).toEqual(((bootstrap.static_resources as Json).listeners as Json[]).map((l) => String(l.name)).sort());
+  expect(
+    routes.map((r) => [r.config.name, r.version, hostCount(r.config)]),
+    `${label}: route configuration`,
+  ).toEqual([[want.name, rds.version_info, hostCount(want)]]);
+  const listeners = ((section("ListenersConfigDump").static_listeners ?? []) as Json[])
+    .map((l) => String((l.listener as Json).name))
+    .sort();
+  expect(listeners, `${label}: listeners`).toEqual(
+    ((bootstrap.static_resources as Json).listeners as Json[]).map((l) => String(l.name)).sort(),
+  );
 }
 
 /** A gateway directory: file name -> text. */
@@ -97,13 +124,18 @@ describe("what the validator accepts, Envoy loads", () => {
   it("loads the files of every golden feature, both gateways, with nothing rejected", async () => {
     const loads = goldenFeatures().flatMap((feature) => {
       const { config, rendered } = renderFeature(feature);
-      return rendered.map((g) => ({ label: `golden feature ${feature}, ${g.gateway}`, clusterDomain: config.clusterDomain, files: { ...g.bootstrap, ...g.xds } }));
+      return rendered.map((g) => ({
+        label: `golden feature ${feature}, ${g.gateway}`,
+        clusterDomain: config.clusterDomain,
+        files: { ...g.bootstrap, ...g.xds },
+      }));
     });
     expect(loads.length).toBeGreaterThanOrEqual(40);
     // The harness's DNS answers for one cluster domain: a feature with another gets a harness of its own.
     const checks = new Map<string, LoadCheck>([[BROKEN_BASE.config().clusterDomain, check]]);
     try {
-      for (const { clusterDomain } of loads) if (!checks.has(clusterDomain)) checks.set(clusterDomain, await LoadCheck.create(clusterDomain));
+      for (const { clusterDomain } of loads)
+        if (!checks.has(clusterDomain)) checks.set(clusterDomain, await LoadCheck.create(clusterDomain));
       await eachLimited(loads, 2, async ({ label, clusterDomain, files }) => {
         const envoy = await checks.get(clusterDomain)!.start(files);
         await expectLoaded(envoy, files, label);
@@ -117,7 +149,10 @@ describe("what the validator accepts, Envoy loads", () => {
   it("loads every document of the accepted corpus, both gateways, with nothing rejected", async () => {
     const loads = ACCEPTED.flatMap((a) => {
       const config = a.config();
-      return renderGateways(config, buildRoutingTable(config, a.namespaces, "dev namespaces", CORPUS_NOW)).map((g) => ({ label: `${a.name}, ${g.gateway}`, files: { ...g.bootstrap, ...g.xds } }));
+      return renderGateways(config, buildRoutingTable(config, a.namespaces, "dev namespaces", CORPUS_NOW)).map((g) => ({
+        label: `${a.name}, ${g.gateway}`,
+        files: { ...g.bootstrap, ...g.xds },
+      }));
     });
     expect(loads.length).toBe(ACCEPTED.length * 2);
     await eachLimited(loads, 2, async ({ label, files }) => {
@@ -146,12 +181,27 @@ describe("what Envoy refuses, the validator refuses, naming the same field", () 
 
   function expectVerdict(b: BrokenCase, problems: string[], refused: boolean, reasons: string[]): void {
     const label = `${b.name}\nEnvoy: ${refused ? reasons.join(" | ") : "loaded it"}\nvalidator: ${problems.join(" | ")}`;
-    expect.soft(problems.some((p) => b.message.test(p)), label).toBe(true);
+    expect
+      .soft(
+        problems.some((p) => b.message.test(p)),
+        label,
+      )
+      .toBe(true);
     if ("rejects" in b.envoy) {
       expect.soft(refused, label).toBe(true);
       const field = squash(b.envoy.rejects);
-      expect.soft(reasons.some((r) => squash(r).includes(field)), `Envoy's reason names ${b.envoy.rejects}: ${label}`).toBe(true);
-      expect.soft(problems.some((p) => b.message.test(p) && squash(p).includes(field)), `the validator names ${b.envoy.rejects}: ${label}`).toBe(true);
+      expect
+        .soft(
+          reasons.some((r) => squash(r).includes(field)),
+          `Envoy's reason names ${b.envoy.rejects}: ${label}`,
+        )
+        .toBe(true);
+      expect
+        .soft(
+          problems.some((p) => b.message.test(p) && squash(p).includes(field)),
+          `the validator names ${b.envoy.rejects}: ${label}`,
+        )
+        .toBe(true);
     } else {
       expect.soft(refused, `Envoy was expected to load it (${b.envoy.loads}): ${label}`).toBe(false);
     }
@@ -161,10 +211,15 @@ describe("what Envoy refuses, the validator refuses, naming the same field", () 
     expect(xdsOnly.length).toBeGreaterThan(20);
     const envoy = await check.start(base);
     for (const c of xdsOnly) {
-      const outcome = await envoy.swap({ [XDS_FILES.cds]: c.files[XDS_FILES.cds]!, [XDS_FILES.rds]: c.files[XDS_FILES.rds]! });
+      const outcome = await envoy.swap({
+        [XDS_FILES.cds]: c.files[XDS_FILES.cds]!,
+        [XDS_FILES.rds]: c.files[XDS_FILES.rds]!,
+      });
       const refused = c.changed.some((f) => (f === XDS_FILES.cds ? !outcome.cds : !outcome.rds));
       // A file the case did not change must still load (the last good one stays in force).
-      for (const f of [XDS_FILES.cds, XDS_FILES.rds]) if (!c.changed.includes(f)) expect(f === XDS_FILES.cds ? outcome.cds : outcome.rds, `${c.broken.name}: unchanged ${f}`).toBe(true);
+      for (const f of [XDS_FILES.cds, XDS_FILES.rds])
+        if (!c.changed.includes(f))
+          expect(f === XDS_FILES.cds ? outcome.cds : outcome.rds, `${c.broken.name}: unchanged ${f}`).toBe(true);
       verdicts.set(c.broken.name, { refused, reasons: outcome.reasons });
       expectVerdict(c.broken, c.problems, refused, outcome.reasons);
     }
@@ -207,6 +262,9 @@ describe("what Envoy refuses, the validator refuses, naming the same field", () 
   afterAll(() => {
     // What only the validator refuses, and why, for the record.
     const own = BROKEN.filter((b) => "loads" in b.envoy && verdicts.get(b.name)?.refused === false);
-    if (own.length) console.log(`refused by the validator only (Envoy loads them):\n${own.map((b) => `  - ${b.name}: ${(b.envoy as { loads: string }).loads}`).join("\n")}`);
+    if (own.length)
+      console.log(
+        `refused by the validator only (Envoy loads them):\n${own.map((b) => `  - ${b.name}: ${(b.envoy as { loads: string }).loads}`).join("\n")}`,
+      );
   });
 });

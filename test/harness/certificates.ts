@@ -25,7 +25,8 @@ function openssl(args: string[], cwd: string): void {
     execFileSync("openssl", args, { cwd, stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 });
   } catch (e) {
     const err = e as { stderr?: Buffer; message: string };
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error("openssl not found: run bash scripts/install-test-tools.sh", { cause: e });
+    if ((err as NodeJS.ErrnoException).code === "ENOENT")
+      throw new Error("openssl not found: run bash scripts/install-test-tools.sh", { cause: e });
     throw new Error(`openssl ${args.join(" ")} failed: ${err.stderr?.toString() ?? err.message}`, { cause: e });
   }
 }
@@ -51,9 +52,25 @@ export class TestPki {
     const certPath = join(this.dir, `${base}.crt`);
     openssl(
       [
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "7",
-        "-subj", `/O=envoy-gateways test/CN=${name}`, "-keyout", keyPath, "-out", certPath,
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "7",
+        "-subj",
+        `/O=envoy-gateways test/CN=${name}`,
+        "-keyout",
+        keyPath,
+        "-out",
+        certPath,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
       ],
       this.dir,
     );
@@ -80,9 +97,43 @@ export class TestPki {
         "",
       ].join("\n"),
     );
-    openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", `/CN=${dnsNames[0] ?? label}`, "-keyout", keyPath, "-out", csrPath], this.dir);
     openssl(
-      ["x509", "-req", "-in", csrPath, "-CA", ca.certPath, "-CAkey", ca.keyPath, "-set_serial", String(1000 + this.serial++), "-days", "7", "-extfile", extPath, "-out", certPath],
+      [
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        `/CN=${dnsNames[0] ?? label}`,
+        "-keyout",
+        keyPath,
+        "-out",
+        csrPath,
+      ],
+      this.dir,
+    );
+    openssl(
+      [
+        "x509",
+        "-req",
+        "-in",
+        csrPath,
+        "-CA",
+        ca.certPath,
+        "-CAkey",
+        ca.keyPath,
+        "-set_serial",
+        String(1000 + this.serial++),
+        "-days",
+        "7",
+        "-extfile",
+        extPath,
+        "-out",
+        certPath,
+      ],
       this.dir,
     );
     return { certPath, keyPath, cert: readFileSync(certPath, "utf8"), key: readFileSync(keyPath, "utf8") };

@@ -65,7 +65,12 @@ function send(tls: boolean, endpoint: Endpoint, o: RequestOptions): Promise<Resp
       timeout: o.timeoutMs ?? 10_000,
     };
     const req = tls
-      ? httpsRequest({ ...common, servername: o.host, ca: endpoint.ca, agent: (o.agent as HttpsAgent | undefined) ?? false })
+      ? httpsRequest({
+          ...common,
+          servername: o.host,
+          ca: endpoint.ca,
+          agent: (o.agent as HttpsAgent | undefined) ?? false,
+        })
       : httpRequest({ ...common, agent: (o.agent as HttpAgent | undefined) ?? false });
     req.on("timeout", () => req.destroy(new Error(`request ${o.method ?? "GET"} ${o.host}${o.path} timed out`)));
     req.on("error", reject);
@@ -112,10 +117,23 @@ export interface WebsocketResult {
  * each message as a text frame, the next one `gapMs` after the reply to the
  * previous, and collects one reply per message, then closes.
  */
-export function websocketExchange(endpoint: Endpoint, host: string, path: string, messages: string[], timeoutMs = 10_000, gapMs = 0): Promise<WebsocketResult> {
+export function websocketExchange(
+  endpoint: Endpoint,
+  host: string,
+  path: string,
+  messages: string[],
+  timeoutMs = 10_000,
+  gapMs = 0,
+): Promise<WebsocketResult> {
   return new Promise((resolve, reject) => {
     const key = randomBytes(16).toString("base64");
-    const socket = tlsConnect({ host: endpoint.address, port: endpoint.port, servername: host, ca: endpoint.ca, ALPNProtocols: ["http/1.1"] });
+    const socket = tlsConnect({
+      host: endpoint.address,
+      port: endpoint.port,
+      servername: host,
+      ca: endpoint.ca,
+      ALPNProtocols: ["http/1.1"],
+    });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`websocket to ${host}${path} timed out`));
@@ -183,14 +201,28 @@ export interface TlsProbe {
  * A TLS handshake with `openssl s_client` (as a scanner would do it), with
  * extra arguments such as ["-tls1_1"] or ["-tls1_2", "-cipher", "AES128-SHA"].
  */
-export function opensslProbe(endpoint: Endpoint, servername: string, extra: string[], caFile?: string): Promise<TlsProbe> {
+export function opensslProbe(
+  endpoint: Endpoint,
+  servername: string,
+  extra: string[],
+  caFile?: string,
+): Promise<TlsProbe> {
   return new Promise((resolve) => {
-    const args = ["s_client", "-connect", `${endpoint.address}:${endpoint.port}`, "-servername", servername, ...(caFile ? ["-CAfile", caFile] : []), ...extra];
+    const args = [
+      "s_client",
+      "-connect",
+      `${endpoint.address}:${endpoint.port}`,
+      "-servername",
+      servername,
+      ...(caFile ? ["-CAfile", caFile] : []),
+      ...extra,
+    ];
     const child = execFile("openssl", args, { timeout: 15_000 }, (_err, stdout, stderr) => {
       const output = `${stdout}\n${stderr}`;
       const protocol = /^\s*Protocol\s*:\s*(\S+)/m.exec(output)?.[1];
       const cipher = /^\s*Cipher\s*:\s*(\S+)/m.exec(output)?.[1] ?? /Cipher is (\S+)/.exec(output)?.[1];
-      const connected = !!cipher && cipher !== "0000" && cipher !== "(NONE)" && !/New, \(NONE\), Cipher is \(NONE\)/.test(output);
+      const connected =
+        !!cipher && cipher !== "0000" && cipher !== "(NONE)" && !/New, \(NONE\), Cipher is \(NONE\)/.test(output);
       resolve({ connected, protocol, cipher, output });
     });
     child.stdin?.end("Q\n");

@@ -5,7 +5,19 @@
 // the directory Envoy's watched_directory reacts to is this move), the
 // user-visible `cds.yaml -> ..data/cds.yaml` symlinks are created if missing,
 // and the previous timestamped directory is removed.
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 const DATA = "..data";

@@ -46,25 +46,30 @@ export class ClusterDns {
     for (let attempt = 0; attempt < 5; attempt++) {
       this.port = await freeTcpUdpPort(this.address);
       const log = join(this.dir, `dnsmasq-${this.port}.log`);
-      this.process = startProcess("dnsmasq", binary, [
-        "--keep-in-foreground",
-        "--conf-file=/dev/null",
-        "--no-resolv",
-        "--no-hosts",
-        "--no-poll",
-        `--addn-hosts=${this.hostsPath}`,
-        `--listen-address=${this.address}`,
-        "--bind-interfaces",
-        `--port=${this.port}`,
-        `--local-ttl=${this.ttlSeconds}`,
-        `--neg-ttl=${this.ttlSeconds}`,
-        this.answerEvery ? `--address=/${this.clusterDomain}/${this.answerEvery}` : `--local=/${this.clusterDomain}/`,
-        "--cache-size=0",
-        "--user=root",
-        "--pid-file=",
-        "--log-facility=-",
-        ...(this.logQueries ? ["--log-queries"] : []),
-      ], log);
+      this.process = startProcess(
+        "dnsmasq",
+        binary,
+        [
+          "--keep-in-foreground",
+          "--conf-file=/dev/null",
+          "--no-resolv",
+          "--no-hosts",
+          "--no-poll",
+          `--addn-hosts=${this.hostsPath}`,
+          `--listen-address=${this.address}`,
+          "--bind-interfaces",
+          `--port=${this.port}`,
+          `--local-ttl=${this.ttlSeconds}`,
+          `--neg-ttl=${this.ttlSeconds}`,
+          this.answerEvery ? `--address=/${this.clusterDomain}/${this.answerEvery}` : `--local=/${this.clusterDomain}/`,
+          "--cache-size=0",
+          "--user=root",
+          "--pid-file=",
+          "--log-facility=-",
+          ...(this.logQueries ? ["--log-queries"] : []),
+        ],
+        log,
+      );
       try {
         await waitFor(`dnsmasq on ${this.address}:${this.port}`, 10_000, async () => {
           if (this.process!.exited()) throw new Error(`dnsmasq exited: ${this.process!.log()}`);
@@ -107,13 +112,18 @@ export class ClusterDns {
     this.process.signal("SIGHUP");
     for (const [name, addresses] of Object.entries(updates)) {
       const want = [...addresses].sort().join(",");
-      await waitFor(`dnsmasq to answer ${name} with [${want}]`, 10_000, async () => {
-        const got = await this.query(name).catch(() => [] as string[]);
-        if (got.join(",") === want) return true;
-        this.process!.signal("SIGHUP");
-        await sleep(50);
-        return false;
-      }, 100);
+      await waitFor(
+        `dnsmasq to answer ${name} with [${want}]`,
+        10_000,
+        async () => {
+          const got = await this.query(name).catch(() => [] as string[]);
+          if (got.join(",") === want) return true;
+          this.process!.signal("SIGHUP");
+          await sleep(50);
+          return false;
+        },
+        100,
+      );
     }
   }
 

@@ -42,25 +42,41 @@ export class EnvoyProcess {
   async start(): Promise<void> {
     const o = this.options;
     const args = [
-      "-c", o.bootstrapPath,
-      "--concurrency", String(o.concurrency ?? 2),
+      "-c",
+      o.bootstrapPath,
+      "--concurrency",
+      String(o.concurrency ?? 2),
       "--reject-unknown-dynamic-fields",
       "--disable-hot-restart",
-      "--drain-time-s", "1",
-      "--log-level", o.logLevel ?? "info",
+      "--drain-time-s",
+      "1",
+      "--log-level",
+      o.logLevel ?? "info",
     ];
     // Envoy's own log goes to stderr (written at once; --log-path is flushed only every
     // few seconds), the JSON access log to stdout: both into envoy.log.
-    this.process = startProcess("envoy", envoyBinary(), args, join(o.logDir, "envoy.log"), o.env ? { ...process.env, ...o.env } : undefined);
+    this.process = startProcess(
+      "envoy",
+      envoyBinary(),
+      args,
+      join(o.logDir, "envoy.log"),
+      o.env ? { ...process.env, ...o.env } : undefined,
+    );
     // An exit ends the wait at once (waitFor retries on errors, so it is a result, not a throw).
-    const state = await waitFor("Envoy to become LIVE", 60_000, async () => {
-      if (this.process!.exited()) return "exited";
-      const res = await fetch(`${o.adminUrl}/ready`, { signal: AbortSignal.timeout(1000) });
-      return (await res.text()).trim() === "LIVE" ? "live" : undefined;
-    }, 100).catch((e: Error) => {
+    const state = await waitFor(
+      "Envoy to become LIVE",
+      60_000,
+      async () => {
+        if (this.process!.exited()) return "exited";
+        const res = await fetch(`${o.adminUrl}/ready`, { signal: AbortSignal.timeout(1000) });
+        return (await res.text()).trim() === "LIVE" ? "live" : undefined;
+      },
+      100,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}\n--- envoy log ---\n${this.log().slice(-6000)}`);
     });
-    if (state === "exited") throw new Error(`Envoy exited with code ${this.process.exitCode()}:\n${this.log().slice(-6000)}`);
+    if (state === "exited")
+      throw new Error(`Envoy exited with code ${this.process.exitCode()}:\n${this.log().slice(-6000)}`);
   }
 
   /** Envoy's own log and the access log lines, as written. */

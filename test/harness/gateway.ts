@@ -153,7 +153,10 @@ export class GatewayHarness {
     this.otherCa = this.pki.authority("some other CA");
     this.writeGatewayCertificates();
 
-    this.subnet = await freeLoopbackSubnet([{ address: 1, ports: [443, 80] }, { address: 10, ports: [443, 80] }]);
+    this.subnet = await freeLoopbackSubnet([
+      { address: 1, ports: [443, 80] },
+      { address: 10, ports: [443, 80] },
+    ]);
     this.address = `${this.subnet}.1`;
     this.clientAddress = `${this.subnet}.2`;
     this.ports = {
@@ -187,7 +190,12 @@ export class GatewayHarness {
 
   /** The render options of this harness: paths, ports, listen address and DNS resolver remapped, nothing else. */
   renderOptions(): RenderOptions {
-    return { paths: this.paths, ports: this.ports, listenAddress: this.address, dnsResolver: { address: this.dns.address, port: this.dns.port } };
+    return {
+      paths: this.paths,
+      ports: this.ports,
+      listenAddress: this.address,
+      dnsResolver: { address: this.dns.address, port: this.dns.port },
+    };
   }
 
   private render(table: RoutingTable): GatewayFiles {
@@ -208,7 +216,9 @@ export class GatewayHarness {
     for (const g of Object.values(c.gateways)) if (g.devHost) names.add(g.devHost);
     const server = this.pki.leaf(this.ca, "gateway-server", [...names]);
     this.volumes.serverTlsDir.write({ "tls.crt": server.cert, "tls.key": server.key });
-    const client = this.pki.leaf(this.ca, "gateway-upstream-client", [serviceHost(this.gateway, c.namespace, c.clusterDomain)]);
+    const client = this.pki.leaf(this.ca, "gateway-upstream-client", [
+      serviceHost(this.gateway, c.namespace, c.clusterDomain),
+    ]);
     this.volumes.upstreamTlsDir.write({ "tls.crt": client.cert, "tls.key": client.key, "ca.crt": this.ca.cert });
   }
 
@@ -239,9 +249,12 @@ export class GatewayHarness {
     const c = this.config;
     const settings = c.gateways[this.gateway];
     const wanted: { namespace: string; service: string; kind: "production" | "dev" | "auth" | "acme" }[] = [];
-    for (const s of table.production) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "production" });
-    for (const s of table.dev) for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "dev" });
-    if (extAuthzUse(c, this.gateway).filter) wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
+    for (const s of table.production)
+      for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "production" });
+    for (const s of table.dev)
+      for (const v of s.versions) wanted.push({ namespace: s.namespace, service: v.service, kind: "dev" });
+    if (extAuthzUse(c, this.gateway).filter)
+      wanted.push({ namespace: c.auth.namespace, service: c.auth.service, kind: "auth" });
     if (settings.acme) wanted.push({ namespace: c.acme.namespace, service: c.acme.service, kind: "acme" });
     for (const w of wanted) {
       if (this.groups.has(this.groupKey(w.namespace, w.service))) continue;
@@ -257,7 +270,15 @@ export class GatewayHarness {
             ? this.pki.leaf(this.otherCa, host, [host])
             : this.pki.leaf(this.ca, host, [serviceHost(`not-${w.service}`, w.namespace, c.clusterDomain)]);
       const requireClientCert = !acme && (w.kind !== "dev" || c.devNamespaces.upstreamTls === "verify");
-      const group: PodGroup = { namespace: w.namespace, service: w.service, host, port, pods: [], certificate, requireClientCert };
+      const group: PodGroup = {
+        namespace: w.namespace,
+        service: w.service,
+        host,
+        port,
+        pods: [],
+        certificate,
+        requireClientCert,
+      };
       this.groups.set(this.groupKey(w.namespace, w.service), group);
       const production = c.services.find((s) => s.name === w.service && w.namespace === c.namespace);
       const count = this.options.podCount?.(w.namespace, w.service) ?? production?.replicas ?? 1;
@@ -267,7 +288,8 @@ export class GatewayHarness {
   }
 
   private allocateAddress(): string {
-    if (this.nextAddress > LAST_POD_ADDRESS) throw new Error(`no loopback address left for pods in ${this.subnet}.0/24`);
+    if (this.nextAddress > LAST_POD_ADDRESS)
+      throw new Error(`no loopback address left for pods in ${this.subnet}.0/24`);
     return `${this.subnet}.${this.nextAddress++}`;
   }
 
@@ -279,7 +301,12 @@ export class GatewayHarness {
       address: this.allocateAddress(),
       port: group.port,
       tls: group.certificate
-        ? { cert: group.certificate.cert, key: group.certificate.key, clientCa: this.ca.cert, requireClientCert: group.requireClientCert }
+        ? {
+            cert: group.certificate.cert,
+            key: group.certificate.key,
+            clientCa: this.ca.cert,
+            requireClientCert: group.requireClientCert,
+          }
         : undefined,
     });
     if (this.isAuth(group.namespace, group.service)) pod.handler = (req, res) => this.authorize(req, res);
@@ -334,12 +361,18 @@ export class GatewayHarness {
    * Envoy counts `count` hosts in its local cluster.
    */
   async scaleGateway(count: number): Promise<void> {
-    if (!Number.isInteger(count) || count < 1 || count > 50) throw new Error(`scaleGateway: count must be 1..50 (got ${count})`);
+    if (!Number.isInteger(count) || count < 1 || count > 50)
+      throw new Error(`scaleGateway: count must be 1..50 (got ${count})`);
     while (this.peers.length > count - 1) await this.peers.pop()!.envoy.stop();
     while (this.peers.length < count - 1) this.peers.push(await this.startPeer(this.peers.length));
     await this.dns.setRecords({ [this.gatewayPodsHost]: [this.address, ...this.peers.map((p) => p.address)] });
     for (const envoy of this.gatewayEnvoys) {
-      await waitFor(`Envoy ${envoy.adminUrl} to count ${count} gateway pods`, 30_000, async () => (await envoy.stat("cluster.gateway-pods.membership_total")) === count, 100);
+      await waitFor(
+        `Envoy ${envoy.adminUrl} to count ${count} gateway pods`,
+        30_000,
+        async () => (await envoy.stat("cluster.gateway-pods.membership_total")) === count,
+        100,
+      );
     }
   }
 
@@ -356,7 +389,8 @@ export class GatewayHarness {
    */
   async startVariantEnvoy(config: StackConfig, address: string, name: string): Promise<GatewayPeer> {
     const xds = renderGateway(config, this.table, this.gateway, this.renderOptions()).xds;
-    if (JSON.stringify(xds) !== JSON.stringify(this.files.xds)) throw new Error(`startVariantEnvoy(${name}): the config changes cds.yaml/rds.yaml, not only the bootstrap`);
+    if (JSON.stringify(xds) !== JSON.stringify(this.files.xds))
+      throw new Error(`startVariantEnvoy(${name}): the config changes cds.yaml/rds.yaml, not only the bootstrap`);
     const peer = await this.startEnvoyAt(address, config, name);
     this.variants.push(peer);
     return peer;
@@ -365,7 +399,11 @@ export class GatewayHarness {
   private async startEnvoyAt(address: string, config: StackConfig, name: string): Promise<GatewayPeer> {
     const ports = { ...this.ports, admin: await freeTcpPort("127.0.0.1") };
     // The same files as the first pod (the SDS files and the xDS directory are shared), listening on its own address.
-    const files = renderGateway(config, this.table, this.gateway, { ...this.renderOptions(), listenAddress: address, ports });
+    const files = renderGateway(config, this.table, this.gateway, {
+      ...this.renderOptions(),
+      listenAddress: address,
+      ports,
+    });
     const dir = join(this.workDir, name);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "envoy.yaml"), files.bootstrap["envoy.yaml"]!);
@@ -431,8 +469,11 @@ export class GatewayHarness {
   async setConfig(config: StackConfig, devNamespaces: DevNamespaces): Promise<GatewayFiles> {
     const table = buildRoutingTable(config, devNamespaces);
     const files = renderGateway(config, table, this.gateway, this.renderOptions());
-    const changed = Object.keys({ ...files.bootstrap, ...this.files.bootstrap }).filter((k) => files.bootstrap[k] !== this.files.bootstrap[k]);
-    if (changed.length) throw new Error(`the change needs a new bootstrap (${changed.join(", ")} differ): restart the harness`);
+    const changed = Object.keys({ ...files.bootstrap, ...this.files.bootstrap }).filter(
+      (k) => files.bootstrap[k] !== this.files.bootstrap[k],
+    );
+    if (changed.length)
+      throw new Error(`the change needs a new bootstrap (${changed.join(", ")} differ): restart the harness`);
     this.config = config;
     await this.ensurePods(table);
     this.table = table;

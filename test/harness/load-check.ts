@@ -96,7 +96,13 @@ export class LoadCheck {
       if (name === BOOTSTRAP_FILE) writeFileSync(join(bootstrapDir, name), JSON.stringify(bootstrap));
       else if (!Object.values(XDS_FILES).includes(name as never)) writeFileSync(join(bootstrapDir, name), local(text));
     }
-    xds.write(Object.fromEntries(Object.values(XDS_FILES).filter((f) => files[f] !== undefined).map((f) => [f, local(files[f]!)])));
+    xds.write(
+      Object.fromEntries(
+        Object.values(XDS_FILES)
+          .filter((f) => files[f] !== undefined)
+          .map((f) => [f, local(files[f]!)]),
+      ),
+    );
     const envoy = new EnvoyProcess({
       bootstrapPath: join(bootstrapDir, BOOTSTRAP_FILE),
       adminUrl: `http://127.0.0.1:${adminPort}`,
@@ -173,10 +179,15 @@ export class LoadedEnvoy {
     const stats = await this.envoy.stats("(cluster_manager\\.cds|http\\.https\\.rds\\.https)\\.update_rejected");
     if (![...stats.values()].some((n) => n > 0)) return [];
     let reasons: string[] = [];
-    await waitFor("Envoy to log why it refused a file at start-up", 5_000, () => {
-      reasons = rejections(this.envoy.log());
-      return reasons.length > 0;
-    }, 50);
+    await waitFor(
+      "Envoy to log why it refused a file at start-up",
+      5_000,
+      () => {
+        reasons = rejections(this.envoy.log());
+        return reasons.length > 0;
+      },
+      50,
+    );
     return reasons;
   }
 
@@ -201,19 +212,29 @@ export class LoadedEnvoy {
     const logStart = this.envoy.log().length;
     this.xds.write(Object.fromEntries(Object.entries(files).map(([name, text]) => [name, this.local(text)])));
     let after = before;
-    await waitFor("Envoy to process the swapped cds.yaml and rds.yaml", 15_000, async () => {
-      after = await read();
-      return after.cds.attempt > before.cds.attempt && after.rds.attempt > before.rds.attempt;
-    }, 50);
+    await waitFor(
+      "Envoy to process the swapped cds.yaml and rds.yaml",
+      15_000,
+      async () => {
+        after = await read();
+        return after.cds.attempt > before.cds.attempt && after.rds.attempt > before.rds.attempt;
+      },
+      50,
+    );
     const cds = after.cds.success > before.cds.success;
     const rds = after.rds.success > before.rds.success;
     const refused = Number(!cds) + Number(!rds);
     let reasons: string[] = [];
     // A rejection's log line can follow its counter by a moment.
-    await waitFor(`Envoy to log why it refused ${refused} file(s)`, 5_000, () => {
-      reasons = rejections(this.envoy.log().slice(logStart));
-      return reasons.length >= refused;
-    }, 50);
+    await waitFor(
+      `Envoy to log why it refused ${refused} file(s)`,
+      5_000,
+      () => {
+        reasons = rejections(this.envoy.log().slice(logStart));
+        return reasons.length >= refused;
+      },
+      50,
+    );
     return { cds, rds, reasons };
   }
 }

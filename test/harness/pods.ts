@@ -6,7 +6,12 @@
 // requests, and echo websocket messages after an upgrade. Plain-HTTP pods
 // serve the ACME solver. A handler can replace the echo (the auth service).
 import { createHash } from "node:crypto";
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 
@@ -159,7 +164,12 @@ export class Pod {
       if (size <= 1 << 20) chunks.push(c);
     });
     req.on("end", () => {
-      const request: PodRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      const request: PodRequest = {
+        method: req.method ?? "",
+        path: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+      };
       this.record(request);
       if (this.handler && this.handler(request, res) === true) return;
       const peer = req.socket as Socket & { getPeerCertificate?: () => { subject?: { CN?: string } } };
@@ -174,7 +184,11 @@ export class Pod {
         body: request.body,
       };
       const body = JSON.stringify(echo);
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), "x-pod": this.id });
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        "x-pod": this.id,
+      });
       res.end(body);
     });
   }
@@ -206,7 +220,8 @@ export class Pod {
         }
         if (frame.opcode === 0x9) socket.write(encodeFrame(0xa, frame.payload, false));
         else if (frame.opcode === 0x1 || frame.opcode === 0x2) {
-          const reply = frame.opcode === 0x1 ? Buffer.from(`${this.id}: ${frame.payload.toString("utf8")}`) : frame.payload;
+          const reply =
+            frame.opcode === 0x1 ? Buffer.from(`${this.id}: ${frame.payload.toString("utf8")}`) : frame.payload;
           socket.write(encodeFrame(frame.opcode, reply, false));
         }
       }

@@ -46,7 +46,13 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * Starts `command` in a new process group with stdout and stderr appended to
  * `logPath` (stdin closed).
  */
-export function startProcess(name: string, command: string, args: string[], logPath: string, env?: NodeJS.ProcessEnv): ManagedProcess {
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  logPath: string,
+  env?: NodeJS.ProcessEnv,
+): ManagedProcess {
   installExitHook();
   const fd = openSync(logPath, "a");
   let child: ChildProcess;
@@ -117,7 +123,12 @@ export function startProcess(name: string, command: string, args: string[], logP
  * Polls `check` every `intervalMs` until it returns a value other than
  * undefined/false, or throws after `timeoutMs` with `what` and the last error.
  */
-export async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false> | T | undefined | false, intervalMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -128,7 +139,9 @@ export async function waitFor<T>(what: string, timeoutMs: number, check: () => P
       lastError = e;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ""}`,
+      );
     }
     await sleep(intervalMs);
   }

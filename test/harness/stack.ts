@@ -26,7 +26,10 @@ export const E2E_SERVICES = [
 
 export function e2eStackConfig(overrides: Record<string, unknown> = {}): StackConfig {
   const raw = readStackFile(join(repoRoot, "Pulumi.prod.yaml"));
-  return parseStackConfig({ ...raw, services: E2E_SERVICES, ...overrides }, "e2e stack config (Pulumi.prod.yaml with the e2e services)");
+  return parseStackConfig(
+    { ...raw, services: E2E_SERVICES, ...overrides },
+    "e2e stack config (Pulumi.prod.yaml with the e2e services)",
+  );
 }
 
 /** The dev/PR namespace routed from the start in the e2e tests. */
@@ -38,7 +41,8 @@ export function e2eHarnessOptions(): GatewayHarnessOptions {
     config: e2eStackConfig(),
     gateway: "gateway",
     devNamespaces: E2E_DEV_NAMESPACES,
-    podCertificate: (_namespace, service) => (service === "blog" ? "untrusted-ca" : service === "docs" ? "wrong-name" : undefined),
+    podCertificate: (_namespace, service) =>
+      service === "blog" ? "untrusted-ca" : service === "docs" ? "wrong-name" : undefined,
     concurrency: 2,
   };
 }

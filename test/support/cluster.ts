@@ -46,7 +46,10 @@ async function script_(args: string[]): Promise<{ stdout: string; stderr: string
     return await run("bash", [script, ...args], { cwd: repoRoot, timeout: 240_000, maxBuffer: 16 << 20 });
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`scripts/local-cluster.sh ${args.join(" ")} failed: ${e.message}\n${e.stderr ?? ""}${e.stdout ?? ""}`, { cause: error });
+    throw new Error(
+      `scripts/local-cluster.sh ${args.join(" ")} failed: ${e.message}\n${e.stderr ?? ""}${e.stdout ?? ""}`,
+      { cause: error },
+    );
   }
 }
 
@@ -106,13 +109,19 @@ export async function withApiServerStopped<T>(cluster: LocalCluster, whileStoppe
     return await whileStopped();
   } finally {
     const log = openSync(join(cluster.stateDir, "logs", "kube-apiserver.log"), "a");
-    const child = spawn("setsid", ["bash", "-c", 'echo $$ >"$0"; exec "$@"', pidFile, ...argv], { stdio: ["ignore", log, log], detached: true });
+    const child = spawn("setsid", ["bash", "-c", 'echo $$ >"$0"; exec "$@"', pidFile, ...argv], {
+      stdio: ["ignore", log, log],
+      detached: true,
+    });
     child.unref();
     closeSync(log);
     const deadline = Date.now() + 120_000;
     while (!(await apiServerReady(cluster))) {
-      // eslint-disable-next-line no-unsafe-finally -- a server that did not come back must fail the test, whatever whileStopped gave
-      if (Date.now() > deadline) throw new Error(`kube-apiserver did not come back within 120 s (see ${cluster.stateDir}/logs/kube-apiserver.log)`);
+      if (Date.now() > deadline)
+        // eslint-disable-next-line no-unsafe-finally -- a server that did not come back must fail the test, whatever whileStopped gave
+        throw new Error(
+          `kube-apiserver did not come back within 120 s (see ${cluster.stateDir}/logs/kube-apiserver.log)`,
+        );
       await new Promise((r) => setTimeout(r, 500));
     }
   }

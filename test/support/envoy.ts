@@ -34,8 +34,18 @@ export async function startEnvoy(bootstrapYaml: string, extraArgs: string[] = []
   writeFileSync(bootstrap, bootstrapYaml);
   const child = spawn(
     envoy,
-    ["-c", bootstrap, "--admin-address-path", adminPath, "--disable-hot-restart", "--concurrency", "1",
-      "--log-path", logPath, ...extraArgs],
+    [
+      "-c",
+      bootstrap,
+      "--admin-address-path",
+      adminPath,
+      "--disable-hot-restart",
+      "--concurrency",
+      "1",
+      "--log-path",
+      logPath,
+      ...extraArgs,
+    ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   let stderr = "";
@@ -67,14 +77,20 @@ export async function startEnvoy(bootstrapYaml: string, extraArgs: string[] = []
         if (address) adminUrl = `http://${address}`;
       }
       if (adminUrl) {
-        const ready = await fetch(`${adminUrl}/ready`).then((r) => r.text(), () => "");
+        const ready = await fetch(`${adminUrl}/ready`).then(
+          (r) => r.text(),
+          () => "",
+        );
         if (ready.trim() === "LIVE") break;
       }
       await sleep(100);
     }
     const listeners: Record<string, string> = {};
     const body = (await (await fetch(`${adminUrl}/listeners?format=json`)).json()) as {
-      listener_statuses?: { name: string; local_address?: { socket_address?: { address: string; port_value: number } } }[];
+      listener_statuses?: {
+        name: string;
+        local_address?: { socket_address?: { address: string; port_value: number } };
+      }[];
     };
     for (const status of body.listener_statuses ?? []) {
       const socket = status.local_address?.socket_address;

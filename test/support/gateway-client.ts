@@ -72,7 +72,12 @@ export class GatewayClient {
   }
 
   /** Starts following the gateway Service's ready endpoints; waits until there is one. */
-  static async start(cluster: LocalCluster, gateway = "gateway", namespace = "default", pollMs = 200): Promise<GatewayClient> {
+  static async start(
+    cluster: LocalCluster,
+    gateway = "gateway",
+    namespace = "default",
+    pollMs = 200,
+  ): Promise<GatewayClient> {
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfig);
     const client = new GatewayClient(kc.makeApiClient(DiscoveryV1Api), namespace, gateway, cluster);
@@ -93,7 +98,10 @@ export class GatewayClient {
   }
 
   private async refresh(): Promise<void> {
-    const slices = await this.discovery.listNamespacedEndpointSlice({ namespace: this.namespace, labelSelector: `kubernetes.io/service-name=${this.gateway}` });
+    const slices = await this.discovery.listNamespacedEndpointSlice({
+      namespace: this.namespace,
+      labelSelector: `kubernetes.io/service-name=${this.gateway}`,
+    });
     const endpoints: Endpoint[] = [];
     for (const slice of slices.items) {
       const port = slice.ports?.find((p) => p.name === "https")?.port;
@@ -115,7 +123,8 @@ export class GatewayClient {
 
   /** One HTTPS request through a ready gateway pod (round robin across them). */
   request(host: string, path: string, options: RequestOptions = {}): Promise<GatewayResponse> {
-    if (this.endpoints.length === 0) return Promise.reject(new Error(`no ready pod of Service ${this.namespace}/${this.gateway}`));
+    if (this.endpoints.length === 0)
+      return Promise.reject(new Error(`no ready pod of Service ${this.namespace}/${this.gateway}`));
     const endpoint = this.endpoints[this.next++ % this.endpoints.length]!;
     return new Promise((resolve, reject) => {
       const req = request({
@@ -147,7 +156,9 @@ export class GatewayClient {
               try {
                 return JSON.parse(body) as PodAnswer;
               } catch {
-                throw new Error(`not a pod's answer (status ${res.statusCode} via ${endpoint.pod}): ${body.slice(0, 300)}`);
+                throw new Error(
+                  `not a pod's answer (status ${res.statusCode} via ${endpoint.pod}): ${body.slice(0, 300)}`,
+                );
               }
             },
           });
@@ -268,6 +279,8 @@ export function runLoad(send: () => Promise<GatewayResponse>, options: LoadOptio
 export function describeFailures(result: Pick<LoadResult, "samples" | "failures">, limit = 10): string {
   const f = result.failures;
   if (f.length === 0) return `0 of ${result.samples.length} failed`;
-  const shown = f.slice(0, limit).map((s) => `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s${s.via ? ` via ${s.via}` : ""}`);
+  const shown = f
+    .slice(0, limit)
+    .map((s) => `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s${s.via ? ` via ${s.via}` : ""}`);
   return `${f.length} of ${result.samples.length} failed: ${shown.join("; ")}${f.length > limit ? "; ..." : ""}`;
 }

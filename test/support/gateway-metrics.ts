@@ -11,7 +11,8 @@ export function gatewayMetrics(podIp: string): Promise<Map<string, number>> {
       res.setEncoding("utf8");
       res.on("data", (c: string) => (text += c));
       res.on("end", () => {
-        if (res.statusCode !== 200) return reject(new Error(`GET ${podIp}:${POD_PORTS.metrics}/stats/prometheus: ${res.statusCode}`));
+        if (res.statusCode !== 200)
+          return reject(new Error(`GET ${podIp}:${POD_PORTS.metrics}/stats/prometheus: ${res.statusCode}`));
         const samples = new Map<string, number>();
         for (const line of text.split("\n")) {
           if (!line || line.startsWith("#")) continue;

@@ -29,7 +29,12 @@ export const AUTH_TOKEN = "envoy-gateways-local";
 /** Images of the local node (scripts/versions.env), imported at cluster start. */
 export function localImages(): { echo: string; auth: string; pause: string; envoy: string } {
   const v = pinnedVersions();
-  return { echo: v.POD_IMAGE_ECHO!, auth: v.POD_IMAGE_AUTH!, pause: v.POD_IMAGE_PAUSE!, envoy: `envoyproxy/envoy:v${v.ENVOY_VERSION}` };
+  return {
+    echo: v.POD_IMAGE_ECHO!,
+    auth: v.POD_IMAGE_AUTH!,
+    pause: v.POD_IMAGE_PAUSE!,
+    envoy: `envoyproxy/envoy:v${v.ENVOY_VERSION}`,
+  };
 }
 
 export type StackFile = "dev" | "prod";
@@ -41,7 +46,10 @@ export function localStackConfig(from: StackFile): Record<string, unknown> {
   const auth = (raw.auth ?? {}) as { service?: string; namespace?: string };
   const namespace = (raw.namespace as string | undefined) ?? "default";
   const isAuth = (name: string) => name === (auth.service ?? "auth") && namespace === (auth.namespace ?? "default");
-  raw.services = ((raw.services ?? []) as { name: string }[]).map((s) => ({ ...s, image: isAuth(s.name) ? images.auth : images.echo }));
+  raw.services = ((raw.services ?? []) as { name: string }[]).map((s) => ({
+    ...s,
+    image: isAuth(s.name) ? images.auth : images.echo,
+  }));
   const gateways = raw.gateways as Record<string, { service?: Record<string, unknown> }>;
   for (const g of Object.values(gateways)) {
     const { loadBalancerIP: _ip, ...service } = g.service ?? {};
@@ -65,7 +73,13 @@ export function servicesCa(cluster: Pick<LocalCluster, "stateDir">): Authority {
   const pki = join(cluster.stateDir, "pki");
   const certPath = join(pki, "services-ca.crt");
   const keyPath = join(pki, "services-ca.key");
-  return { name: "envoy-gateways local services CA", certPath, keyPath, cert: readFileSync(certPath, "utf8"), key: readFileSync(keyPath, "utf8") };
+  return {
+    name: "envoy-gateways local services CA",
+    certPath,
+    keyPath,
+    cert: readFileSync(certPath, "utf8"),
+    key: readFileSync(keyPath, "utf8"),
+  };
 }
 
 /** Makes workload certificates with openssl in <state>/pki/workloads, signed by the services CA. */
@@ -121,7 +135,8 @@ export async function applyLocalSecrets(cluster: LocalCluster, config: StackConf
     secrets.push(pki.secret(tls.upstreamSecret, ns, [serviceHost(gateway, ns, config.clusterDomain)]));
   }
   for (const s of config.services) {
-    for (const name of s.versions ? s.versions.map((v) => `${s.name}-${v}`) : [s.name]) secrets.push(pki.podSecret(name, ns, config.clusterDomain));
+    for (const name of s.versions ? s.versions.map((v) => `${s.name}-${v}`) : [s.name])
+      secrets.push(pki.podSecret(name, ns, config.clusterDomain));
   }
   const core = coreApi(cluster.kubeconfig);
   for (const secret of secrets) await applySecret(core, secret);

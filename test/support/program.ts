@@ -46,7 +46,11 @@ export class ProgramStack {
     // The stack file's config made local (init wrote the stack's encryption salt into the file).
     const stackFile = join(ws.programDir, `Pulumi.${ws.stack}.yaml`);
     appendFileSync(stackFile, `${["", "config:", ...localStackConfigLines(options.from)].join("\n")}\n`);
-    await ws.setConfig("envoy-gateways:kubeconfig", readFileSync(options.kubeconfig ?? cluster.kubeconfig, "utf8"), true);
+    await ws.setConfig(
+      "envoy-gateways:kubeconfig",
+      readFileSync(options.kubeconfig ?? cluster.kubeconfig, "utf8"),
+      true,
+    );
     const config = parsedLocalStackConfig(options.from);
     await applyLocalSecrets(cluster, config);
     return new ProgramStack(ws, cluster, config);
@@ -64,11 +68,24 @@ export class ProgramStack {
 
   /** Starts one of the project's CLIs (cli/<name>.ts) against this stack, with the engine's environment. */
   spawnScript(name: string, args: string[]): ChildProcessWithoutNullStreams {
-    return spawn(process.execPath, ["--import", "tsx", join(repoRoot, "cli", `${name}.ts`), "--stack", this.ws.stack, "--project-dir", this.ws.programDir, ...args], {
-      cwd: repoRoot,
-      env: this.ws.env,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    return spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(repoRoot, "cli", `${name}.ts`),
+        "--stack",
+        this.ws.stack,
+        "--project-dir",
+        this.ws.programDir,
+        ...args,
+      ],
+      {
+        cwd: repoRoot,
+        env: this.ws.env,
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
   }
 
   /** Runs one of the project's CLIs to its end (killed after `timeoutMs`); never throws on a non-zero exit. */

@@ -87,12 +87,22 @@ export class PulumiWorkspace {
    * backend (and its stack file): a CI runner next to a laptop.
    */
   anotherCheckout(): PulumiWorkspace {
-    return new PulumiWorkspace({ ...this.options, programDir: this.programDir, stack: this.stack, backendDir: this.backendDir, keepStackFiles: true });
+    return new PulumiWorkspace({
+      ...this.options,
+      programDir: this.programDir,
+      stack: this.stack,
+      backendDir: this.backendDir,
+      keepStackFiles: true,
+    });
   }
 
   /** Starts `pulumi ARGS` in the program directory and returns the process (the caller waits for it). */
   spawn(args: string[]): ChildProcessWithoutNullStreams {
-    return spawn(requireComponents().pulumi, ["--non-interactive", "--color", "never", ...args], { cwd: this.programDir, env: this.env, stdio: ["pipe", "pipe", "pipe"] });
+    return spawn(requireComponents().pulumi, ["--non-interactive", "--color", "never", ...args], {
+      cwd: this.programDir,
+      env: this.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
   }
 
   /** Runs `pulumi ARGS` in the program directory; never throws on a non-zero exit. */
@@ -140,7 +150,16 @@ export class PulumiWorkspace {
   /** Sets a config value of the stack (as a secret when `secret`). */
   async setConfig(key: string, value: string, secret = false): Promise<void> {
     // --  so that values starting with "-" are not taken for flags.
-    await this.ok(["config", "set", "--stack", this.stack, ...(secret ? ["--secret"] : ["--plaintext"]), key, "--", value]);
+    await this.ok([
+      "config",
+      "set",
+      "--stack",
+      this.stack,
+      ...(secret ? ["--secret"] : ["--plaintext"]),
+      key,
+      "--",
+      value,
+    ]);
   }
 
   /** The stack's outputs, with secrets shown. */
@@ -173,7 +192,8 @@ export class PulumiWorkspace {
 
   /** Removes the stack (if still there, and this workspace made its backend) and the temporary directory. */
   async dispose(): Promise<void> {
-    if (this.ownsBackend && existsSync(this.programDir)) await this.run(["stack", "rm", "--stack", this.stack, "--yes", "--force"]);
+    if (this.ownsBackend && existsSync(this.programDir))
+      await this.run(["stack", "rm", "--stack", this.stack, "--yes", "--force"]);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -3,7 +3,15 @@
 // certificate, a Deployment of the stand-in pod image and a headless Service
 // with the routing labels. Helpers wait for what a user would wait for (ready
 // pods, pods gone) by reading the API.
-import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { LABEL, routingLabels } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
 import { serviceWorkloadSpec } from "../../components/headless-service.js";
@@ -58,7 +66,10 @@ export class Workloads {
     await this.core.createNamespacedService({
       namespace,
       body: {
-        metadata: { name: spec.name, labels: routingLabels({ service: spec.name, weight: 100, replicas: spec.replicas ?? 1, websocket: false }) },
+        metadata: {
+          name: spec.name,
+          labels: routingLabels({ service: spec.name, weight: 100, replicas: spec.replicas ?? 1, websocket: false }),
+        },
         spec: {
           clusterIP: "None",
           selector: { [LABEL.app]: spec.name },
@@ -77,7 +88,10 @@ export class Workloads {
 
   /** Adds the dev label to an existing namespace. */
   async labelNamespace(name: string): Promise<void> {
-    await this.core.patchNamespace({ name, body: { metadata: { labels: DEV_LABEL } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await this.core.patchNamespace(
+      { name, body: { metadata: { labels: DEV_LABEL } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
   }
 
   /** Deletes a namespace (no wait); a namespace already gone is fine. */
@@ -101,7 +115,10 @@ export class Workloads {
   }
 
   async scale(namespace: string, name: string, replicas: number): Promise<void> {
-    await this.apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await this.apps.patchNamespacedDeploymentScale(
+      { name, namespace, body: { spec: { replicas } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
   }
 
   /** The pods of a service (app label), not yet deleted. */
@@ -112,11 +129,16 @@ export class Workloads {
 
   /** Waits until exactly `count` pods of the service run and are ready (and no other pod of it exists); returns them. */
   async waitReady(namespace: string, app: string, count: number, timeoutMs = 180_000): Promise<V1Pod[]> {
-    return until(`${count} ready pods of ${namespace}/${app}`, timeoutMs, async () => {
-      const pods = await this.pods(namespace, app);
-      const ready = pods.filter((p) => !p.metadata?.deletionTimestamp && isReady(p));
-      return pods.length === count && ready.length === count ? ready : undefined;
-    }, async () => describePods(await this.pods(namespace, app)));
+    return until(
+      `${count} ready pods of ${namespace}/${app}`,
+      timeoutMs,
+      async () => {
+        const pods = await this.pods(namespace, app);
+        const ready = pods.filter((p) => !p.metadata?.deletionTimestamp && isReady(p));
+        return pods.length === count && ready.length === count ? ready : undefined;
+      },
+      async () => describePods(await this.pods(namespace, app)),
+    );
   }
 
   /** Waits until a Deployment's rollout is complete (all replicas updated, ready and available). */
@@ -125,7 +147,12 @@ export class Workloads {
       const d = await this.apps.readNamespacedDeployment({ name, namespace });
       const want = d.spec?.replicas ?? 1;
       const s = d.status ?? {};
-      const done = (s.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) && s.updatedReplicas === want && s.readyReplicas === want && s.availableReplicas === want && (s.replicas ?? 0) === want;
+      const done =
+        (s.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) &&
+        s.updatedReplicas === want &&
+        s.readyReplicas === want &&
+        s.availableReplicas === want &&
+        (s.replicas ?? 0) === want;
       return done ? d : undefined;
     });
   }
@@ -137,25 +164,41 @@ function deployment(namespace: string, spec: RoutedServiceSpec): V1Deployment {
   return {
     metadata: { name: spec.name, namespace, labels: selector },
     // Plain values only (no Outputs), so it is the client's type too.
-    spec: serviceWorkloadSpec({ name: spec.name, image: spec.image ?? localImages().echo, replicas: spec.replicas ?? 1 }, selector) as V1Deployment["spec"],
+    spec: serviceWorkloadSpec(
+      { name: spec.name, image: spec.image ?? localImages().echo, replicas: spec.replicas ?? 1 },
+      selector,
+    ) as V1Deployment["spec"],
   };
 }
 
 export function isReady(pod: V1Pod): boolean {
-  return pod.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  return (
+    pod.status?.phase === "Running" &&
+    (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True")
+  );
 }
 
 function describePods(pods: V1Pod[]): string {
-  return pods
-    .map((p) => {
-      const states = (p.status?.containerStatuses ?? []).map((c) => `${c.name}: ${JSON.stringify(c.state)}`).join("; ");
-      return `${p.metadata?.name} ${p.status?.phase}${p.metadata?.deletionTimestamp ? " (terminating)" : ""} ready=${isReady(p)} ${states}`;
-    })
-    .join("\n") || "no pods";
+  return (
+    pods
+      .map((p) => {
+        const states = (p.status?.containerStatuses ?? [])
+          .map((c) => `${c.name}: ${JSON.stringify(c.state)}`)
+          .join("; ");
+        return `${p.metadata?.name} ${p.status?.phase}${p.metadata?.deletionTimestamp ? " (terminating)" : ""} ready=${isReady(p)} ${states}`;
+      })
+      .join("\n") || "no pods"
+  );
 }
 
 /** Polls `check` until it returns a value (not undefined/false); throws after `timeoutMs` with `what`. */
-export async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false>, explain?: () => Promise<string>, intervalMs = 250): Promise<T> {
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined | false>,
+  explain?: () => Promise<string>,
+  intervalMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -167,7 +210,9 @@ export async function until<T>(what: string, timeoutMs: number, check: () => Pro
     }
     if (Date.now() > deadline) {
       const detail = explain ? await explain().catch((e: Error) => e.message) : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}${detail ? `\n${detail}` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}${detail ? `\n${detail}` : ""}`,
+      );
     }
     await sleep(intervalMs);
   }

@@ -5,18 +5,34 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./fixtures.js";
 
 function run(script: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "cli", `${script}.ts`), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, PATH: "/nonexistent" } });
+  const r = spawnSync(process.execPath, ["--import", "tsx", join(ROOT, "cli", `${script}.ts`), ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, PATH: "/nonexistent" },
+  });
   return { code: r.status, stderr: r.stderr.trim() };
 }
 
 describe("CLI flags", () => {
   const cases: [string, string[], RegExp][] = [
-    ["sync-routes", ["--stack", "dev", "--debounce", "2"], /^sync-routes: --debounce "2": must be a whole number with a unit \(ms, s\), such as 500ms or 2s\nusage: /],
-    ["sync-routes", ["--stack", "dev", "--lock-wait", "soon"], /^sync-routes: --lock-wait "soon": must be a whole number with a unit \(s, m\), such as 90s or 15m\nusage: /],
+    [
+      "sync-routes",
+      ["--stack", "dev", "--debounce", "2"],
+      /^sync-routes: --debounce "2": must be a whole number with a unit \(ms, s\), such as 500ms or 2s\nusage: /,
+    ],
+    [
+      "sync-routes",
+      ["--stack", "dev", "--lock-wait", "soon"],
+      /^sync-routes: --lock-wait "soon": must be a whole number with a unit \(s, m\), such as 90s or 15m\nusage: /,
+    ],
     ["sync-routes", ["--stack", "dev", "--wacth"], /^sync-routes: Unknown option '--wacth'.*\nusage: /s],
     ["sync-routes", ["--watch"], /^sync-routes: --stack is required\nusage: /],
     ["shifts", ["--stack", "dev", "--revers", "batch"], /^shifts: Unknown option '--revers'.*\nusage: /s],
-    ["shifts", ["--stack", "dev", "--reverse", "PR 1/web"], /^shifts: --reverse "PR 1\/web": must be a production service \(batch\) or a dev\/PR service as <namespace>\/<service>/],
+    [
+      "shifts",
+      ["--stack", "dev", "--reverse", "PR 1/web"],
+      /^shifts: --reverse "PR 1\/web": must be a production service \(batch\) or a dev\/PR service as <namespace>\/<service>/,
+    ],
     ["shifts", [], /^shifts: --stack is required\nusage: /],
   ];
   // Each case starts a process that loads the Automation API (seconds; more on a busy machine).

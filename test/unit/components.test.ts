@@ -15,20 +15,43 @@ import { declaring, named, of, optionsOf, useMocks, value } from "./pulumi-mocks
 beforeAll(() => useMocks());
 
 /** One gateway of a stack (minimalRaw with `change`), declared on its own. */
-async function gateway(name: GatewayName = "gateway", change: (raw: Record<string, unknown>) => Record<string, unknown> = (r) => r, extra: { drainSeconds?: number; skipAwait?: boolean } = {}) {
+async function gateway(
+  name: GatewayName = "gateway",
+  change: (raw: Record<string, unknown>) => Record<string, unknown> = (r) => r,
+  extra: { drainSeconds?: number; skipAwait?: boolean } = {},
+) {
   const config = parseStackConfig(change(minimalRaw()));
   const files = renderGateway(config, buildRoutingTable(config), name);
-  const declared = await declaring(() => new EnvoyGateway(name, { gateway: name, namespace: "edge", image: config.envoyImage, settings: config.gateways[name], files, ...extra }));
+  const declared = await declaring(
+    () =>
+      new EnvoyGateway(name, {
+        gateway: name,
+        namespace: "edge",
+        image: config.envoyImage,
+        settings: config.gateways[name],
+        files,
+        ...extra,
+      }),
+  );
   return { ...declared, files, config };
 }
-const pod = (rs: { type: string; inputs: Record<string, any> }[], name = "gateway") => named(rs as never, "apps/v1:Deployment", name).inputs.spec.template;
-const LABELS = { "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway", "app.kubernetes.io/managed-by": "envoy-gateways" };
+const pod = (rs: { type: string; inputs: Record<string, any> }[], name = "gateway") =>
+  named(rs as never, "apps/v1:Deployment", name).inputs.spec.template;
+const LABELS = {
+  "app.kubernetes.io/name": "gateway",
+  "app.kubernetes.io/component": "gateway",
+  "app.kubernetes.io/managed-by": "envoy-gateways",
+};
 const POD_LABELS = { "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway" };
 
 describe("an Envoy gateway", () => {
   it("declares its objects under the gateway's name in its namespace, labelled as a managed gateway", async () => {
     const { resources, files } = await gateway();
-    expect(resources.map((r) => `${r.type} ${r.inputs.metadata?.namespace ?? "-"}/${r.inputs.metadata?.name ?? r.name}`).sort()).toEqual([
+    expect(
+      resources
+        .map((r) => `${r.type} ${r.inputs.metadata?.namespace ?? "-"}/${r.inputs.metadata?.name ?? r.name}`)
+        .sort(),
+    ).toEqual([
       "envoy-gateways:gateway:EnvoyGateway -/gateway",
       "kubernetes:apps/v1:Deployment edge/gateway",
       "kubernetes:autoscaling/v2:HorizontalPodAutoscaler edge/gateway",
@@ -39,7 +62,8 @@ describe("an Envoy gateway", () => {
       "kubernetes:core/v1:ServiceAccount edge/gateway",
       "kubernetes:policy/v1:PodDisruptionBudget edge/gateway",
     ]);
-    for (const r of resources.filter((r) => r.type.startsWith("kubernetes:"))) expect(r.inputs.metadata.labels, r.type).toEqual(LABELS);
+    for (const r of resources.filter((r) => r.type.startsWith("kubernetes:")))
+      expect(r.inputs.metadata.labels, r.type).toEqual(LABELS);
     expect(resources.some((r) => r.inputs.metadata?.annotations?.["pulumi.com/skipAwait"])).toBe(false);
     expect(named(resources, "core/v1:ServiceAccount", "gateway").inputs.automountServiceAccountToken).toBe(false);
   });
@@ -55,19 +79,38 @@ describe("an Envoy gateway", () => {
   });
 
   it("runs Envoy on the bootstrap with one worker per CPU of its limit (at least one), rejecting unknown fields, draining before it stops", async () => {
-    for (const [cpu, workers] of [["1", "1"], ["250m", "1"], ["2500m", "3"]] as const) {
-      const { resources } = await gateway("gateway", (r) => withValue(withValue(r, "gateways.gateway.resources.limits.cpu", cpu), "gateways.gateway.resources.requests.cpu", "100m"), { drainSeconds: 45 });
+    for (const [cpu, workers] of [
+      ["1", "1"],
+      ["250m", "1"],
+      ["2500m", "3"],
+    ] as const) {
+      const { resources } = await gateway(
+        "gateway",
+        (r) =>
+          withValue(
+            withValue(r, "gateways.gateway.resources.limits.cpu", cpu),
+            "gateways.gateway.resources.requests.cpu",
+            "100m",
+          ),
+        { drainSeconds: 45 },
+      );
       const c = pod(resources).spec.containers[0];
       expect(c.command).toEqual(["/usr/local/bin/envoy"]);
       expect(c.args).toEqual([
-        "--config-path", "/etc/envoy/bootstrap/envoy.yaml",
-        "--service-node", "$(POD_NAME)",
-        "--concurrency", workers,
+        "--config-path",
+        "/etc/envoy/bootstrap/envoy.yaml",
+        "--service-node",
+        "$(POD_NAME)",
+        "--concurrency",
+        workers,
         "--reject-unknown-dynamic-fields",
         "--disable-hot-restart",
-        "--drain-time-s", "45",
-        "--drain-strategy", "immediate",
-        "--log-level", "info",
+        "--drain-time-s",
+        "45",
+        "--drain-strategy",
+        "immediate",
+        "--log-level",
+        "info",
       ]);
     }
   });
@@ -83,9 +126,22 @@ describe("an Envoy gateway", () => {
       { name: "health", containerPort: 8081 },
       { name: "metrics", containerPort: 9102 },
     ]);
-    expect(c.readinessProbe).toEqual({ httpGet: { path: "/ready", port: "health" }, periodSeconds: 5, failureThreshold: 2 });
-    expect(c.livenessProbe).toEqual({ tcpSocket: { port: "health" }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 });
-    expect(c.startupProbe).toEqual({ httpGet: { path: "/ready", port: "health" }, periodSeconds: 2, failureThreshold: 60 });
+    expect(c.readinessProbe).toEqual({
+      httpGet: { path: "/ready", port: "health" },
+      periodSeconds: 5,
+      failureThreshold: 2,
+    });
+    expect(c.livenessProbe).toEqual({
+      tcpSocket: { port: "health" },
+      initialDelaySeconds: 10,
+      periodSeconds: 10,
+      failureThreshold: 3,
+    });
+    expect(c.startupProbe).toEqual({
+      httpGet: { path: "/ready", port: "health" },
+      periodSeconds: 2,
+      failureThreshold: 60,
+    });
     expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } });
   });
 
@@ -96,7 +152,11 @@ describe("an Envoy gateway", () => {
     expect(p.containers[0].lifecycle).toEqual({ preStop: { exec: { command: drainCommand(9901, 45) } } });
     const post = (path: string) =>
       `exec 3<>/dev/tcp/127.0.0.1/9901 && printf 'POST ${path} HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3 >/dev/null; exec 3>&-`;
-    expect(drainCommand(9901, 45)).toEqual(["/bin/bash", "-c", `${post("/healthcheck/fail")}; ${post("/drain_listeners?graceful")}; sleep 45`]);
+    expect(drainCommand(9901, 45)).toEqual([
+      "/bin/bash",
+      "-c",
+      `${post("/healthcheck/fail")}; ${post("/drain_listeners?graceful")}; sleep 45`,
+    ]);
     // Without a drain time: 30 s.
     const defaults = pod((await gateway()).resources).spec;
     expect(defaults.terminationGracePeriodSeconds).toBe(45);
@@ -106,7 +166,13 @@ describe("an Envoy gateway", () => {
   it("runs as user 101 without privileges, on a read-only root with a small in-memory /tmp", async () => {
     const { resources, files } = await gateway();
     const p = pod(resources).spec;
-    expect(p.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 101, runAsGroup: 101, fsGroup: 101, seccompProfile: { type: "RuntimeDefault" } });
+    expect(p.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 101,
+      runAsGroup: 101,
+      fsGroup: 101,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
     expect(p.containers[0].securityContext).toEqual({
       runAsNonRoot: true,
       runAsUser: 101,
@@ -143,31 +209,66 @@ describe("an Envoy gateway", () => {
     expect(d.minReadySeconds).toBe(5);
     expect(d.template.metadata).toEqual({
       labels: POD_LABELS,
-      annotations: { "envoy-gateways.io/bootstrap-checksum": dataDigest(files.bootstrap), "prometheus.io/scrape": "true", "prometheus.io/port": "9102", "prometheus.io/path": "/stats/prometheus" },
+      annotations: {
+        "envoy-gateways.io/bootstrap-checksum": dataDigest(files.bootstrap),
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9102",
+        "prometheus.io/path": "/stats/prometheus",
+      },
     });
     expect(d.template.spec.affinity).toEqual({
-      podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: POD_LABELS } } }] },
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          {
+            weight: 100,
+            podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: POD_LABELS } },
+          },
+        ],
+      },
     });
-    expect(d.template.spec.topologySpreadConstraints).toEqual([{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: POD_LABELS } }]);
+    expect(d.template.spec.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: POD_LABELS },
+      },
+    ]);
     // The autoscaler owns the replica count once the Deployment exists.
     expect(optionsOf(options, "kubernetes:apps/v1:Deployment", "gateway").ignoreChanges).toEqual(["spec.replicas"]);
   });
 
   it("keeps at most one pod down in a disruption, and scales on CPU between its replicas and its maximum, slowly down", async () => {
-    const { resources } = await gateway("gateway", (r) => withValue(withValue(r, "gateways.gateway.maxReplicas", 9), "gateways.gateway.targetCpuUtilization", 55));
-    expect(named(resources, "policy/v1:PodDisruptionBudget", "gateway").inputs.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: POD_LABELS } });
+    const { resources } = await gateway("gateway", (r) =>
+      withValue(withValue(r, "gateways.gateway.maxReplicas", 9), "gateways.gateway.targetCpuUtilization", 55),
+    );
+    expect(named(resources, "policy/v1:PodDisruptionBudget", "gateway").inputs.spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: POD_LABELS },
+    });
     expect(named(resources, "autoscaling/v2:HorizontalPodAutoscaler", "gateway").inputs.spec).toEqual({
       scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "gateway" },
       minReplicas: 2,
       maxReplicas: 9,
-      metrics: [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 55 } } }],
-      behavior: { scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: "Pods", value: 1, periodSeconds: 60 }] } },
+      metrics: [
+        { type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 55 } } },
+      ],
+      behavior: {
+        scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: "Pods", value: 1, periodSeconds: 60 }] },
+      },
     });
-    expect(named((await gateway()).resources, "autoscaling/v2:HorizontalPodAutoscaler", "gateway").inputs.spec.maxReplicas).toBe(6);
+    expect(
+      named((await gateway()).resources, "autoscaling/v2:HorizontalPodAutoscaler", "gateway").inputs.spec.maxReplicas,
+    ).toBe(6);
   });
 
   it("exposes 80 and 443 through its Service, keeping client addresses behind a load balancer or node port, and its address", async () => {
-    const lb = await gateway("gateway", (r) => withValue(r, "gateways.gateway.service", { loadBalancerIP: "198.51.100.4", annotations: { "cloud.example/lb": "internal" } }));
+    const lb = await gateway("gateway", (r) =>
+      withValue(r, "gateways.gateway.service", {
+        loadBalancerIP: "198.51.100.4",
+        annotations: { "cloud.example/lb": "internal" },
+      }),
+    );
     const svc = named(lb.resources, "core/v1:Service", "gateway").inputs;
     expect(svc.metadata.annotations).toEqual({ "cloud.example/lb": "internal" });
     expect(svc.spec).toEqual({
@@ -182,27 +283,56 @@ describe("an Envoy gateway", () => {
     });
     expect(await value(lb.result.address)).toBe("198.51.100.4");
     expect(optionsOf(lb.options, "kubernetes:core/v1:Service", "gateway").deleteBeforeReplace).toBe(true);
-    const hostname = await gateway("gateway", (r) => withValue(r, "gateways.gateway.service", { annotations: { "test/ingress-hostname": "lb.example.net" } }));
+    const hostname = await gateway("gateway", (r) =>
+      withValue(r, "gateways.gateway.service", { annotations: { "test/ingress-hostname": "lb.example.net" } }),
+    );
     expect(await value(hostname.result.address)).toBe("lb.example.net");
-    const nodePort = named((await gateway("gateway", (r) => withValue(r, "gateways.gateway.service", { type: "NodePort" }))).resources, "core/v1:Service", "gateway").inputs.spec;
+    const nodePort = named(
+      (await gateway("gateway", (r) => withValue(r, "gateways.gateway.service", { type: "NodePort" }))).resources,
+      "core/v1:Service",
+      "gateway",
+    ).inputs.spec;
     expect(nodePort).toMatchObject({ type: "NodePort", externalTrafficPolicy: "Local" });
     const clusterIP = await gateway("gateway", (r) => withValue(r, "gateways.gateway.service", { type: "ClusterIP" }));
-    expect(named(clusterIP.resources, "core/v1:Service", "gateway").inputs.spec).toEqual({ type: "ClusterIP", selector: POD_LABELS, ports: expect.any(Array) });
+    expect(named(clusterIP.resources, "core/v1:Service", "gateway").inputs.spec).toEqual({
+      type: "ClusterIP",
+      selector: POD_LABELS,
+      ports: expect.any(Array),
+    });
     expect(await value(clusterIP.result.address)).toBeUndefined();
   });
 
   it("marks every object and the Service for the provider to skip readiness waits when told (local clusters only)", async () => {
-    const { resources } = await gateway("gateway", (r) => withValue(r, "gateways.gateway.service", { annotations: { "cloud.example/lb": "internal" } }), { skipAwait: true });
-    for (const r of resources.filter((r) => r.type.startsWith("kubernetes:"))) expect(r.inputs.metadata.annotations?.["pulumi.com/skipAwait"], r.type).toBe("true");
-    expect(named(resources, "core/v1:Service", "gateway").inputs.metadata.annotations).toEqual({ "cloud.example/lb": "internal", "pulumi.com/skipAwait": "true" });
+    const { resources } = await gateway(
+      "gateway",
+      (r) => withValue(r, "gateways.gateway.service", { annotations: { "cloud.example/lb": "internal" } }),
+      { skipAwait: true },
+    );
+    for (const r of resources.filter((r) => r.type.startsWith("kubernetes:")))
+      expect(r.inputs.metadata.annotations?.["pulumi.com/skipAwait"], r.type).toBe("true");
+    expect(named(resources, "core/v1:Service", "gateway").inputs.metadata.annotations).toEqual({
+      "cloud.example/lb": "internal",
+      "pulumi.com/skipAwait": "true",
+    });
   });
 
   it("for the internal gateway: its own names, labels, Secrets and ConfigMaps", async () => {
     const { resources, files } = await gateway("internal-gateway");
     const p = pod(resources, "internal-gateway");
-    expect(p.metadata.labels).toEqual({ "app.kubernetes.io/name": "internal-gateway", "app.kubernetes.io/component": "gateway" });
-    expect(p.spec.volumes.slice(0, 4).map((v: any) => v.configMap?.name ?? v.secret?.secretName)).toEqual([bootstrapConfigMapName("internal-gateway", files), "internal-gateway-xds", "internal-gateway-tls", "internal-gateway-upstream-tls"]);
-    expect(named(resources, "core/v1:Service", "internal-gateway").inputs.spec.selector).toEqual({ "app.kubernetes.io/name": "internal-gateway", "app.kubernetes.io/component": "gateway" });
+    expect(p.metadata.labels).toEqual({
+      "app.kubernetes.io/name": "internal-gateway",
+      "app.kubernetes.io/component": "gateway",
+    });
+    expect(p.spec.volumes.slice(0, 4).map((v: any) => v.configMap?.name ?? v.secret?.secretName)).toEqual([
+      bootstrapConfigMapName("internal-gateway", files),
+      "internal-gateway-xds",
+      "internal-gateway-tls",
+      "internal-gateway-upstream-tls",
+    ]);
+    expect(named(resources, "core/v1:Service", "internal-gateway").inputs.spec.selector).toEqual({
+      "app.kubernetes.io/name": "internal-gateway",
+      "app.kubernetes.io/component": "gateway",
+    });
   });
 });
 
@@ -212,7 +342,10 @@ describe("a routed service's headless Service", () => {
 
   it("is headless on 443 with only ready pods in DNS, labelled with the routing facts", async () => {
     const { resources, options } = await declare();
-    expect(resources.map((r) => r.type).sort()).toEqual(["envoy-gateways:service:HeadlessService", "kubernetes:core/v1:Service"]);
+    expect(resources.map((r) => r.type).sort()).toEqual([
+      "envoy-gateways:service:HeadlessService",
+      "kubernetes:core/v1:Service",
+    ]);
     const svc = named(resources, "core/v1:Service", "batch").inputs;
     expect(svc.metadata).toEqual({
       name: "batch",
@@ -228,14 +361,37 @@ describe("a routed service's headless Service", () => {
         "envoy-gateways.io/replicas": "3",
       },
     });
-    expect(svc.spec).toEqual({ clusterIP: "None", selector: { "app.kubernetes.io/name": "batch" }, publishNotReadyAddresses: false, ports: [{ name: "https", port: 443, targetPort: 443, protocol: "TCP" }] });
+    expect(svc.spec).toEqual({
+      clusterIP: "None",
+      selector: { "app.kubernetes.io/name": "batch" },
+      publishNotReadyAddresses: false,
+      ports: [{ name: "https", port: 443, targetPort: 443, protocol: "TCP" }],
+    });
     expect(optionsOf(options, "kubernetes:core/v1:Service", "batch").deleteBeforeReplace).toBe(true);
   });
 
   it("of one version carries the logical service, the version, its weight and websocket", async () => {
-    const { resources } = await declaring(() => new HeadlessService("web-green", { serviceName: "web-green", logicalName: "web", version: "green", weight: 30, websocket: true, namespace: "default", replicas: 1, skipAwait: true }));
+    const { resources } = await declaring(
+      () =>
+        new HeadlessService("web-green", {
+          serviceName: "web-green",
+          logicalName: "web",
+          version: "green",
+          weight: 30,
+          websocket: true,
+          namespace: "default",
+          replicas: 1,
+          skipAwait: true,
+        }),
+    );
     const svc = named(resources, "core/v1:Service", "web-green").inputs;
-    expect(svc.metadata.labels).toMatchObject({ "envoy-gateways.io/service": "web", "envoy-gateways.io/version": "green", "envoy-gateways.io/weight": "30", "envoy-gateways.io/protocol": "websocket", "envoy-gateways.io/replicas": "1" });
+    expect(svc.metadata.labels).toMatchObject({
+      "envoy-gateways.io/service": "web",
+      "envoy-gateways.io/version": "green",
+      "envoy-gateways.io/weight": "30",
+      "envoy-gateways.io/protocol": "websocket",
+      "envoy-gateways.io/replicas": "1",
+    });
     expect(svc.metadata.annotations).toEqual({ "pulumi.com/skipAwait": "true" });
     expect(svc.spec.selector).toEqual({ "app.kubernetes.io/name": "web-green" });
   });
@@ -243,7 +399,11 @@ describe("a routed service's headless Service", () => {
   it("with an image, also runs its pods: TLS on 443, hardened, rolling without losing capacity, and a disruption budget for several", async () => {
     const { resources } = await declare({ image: "team/batch:1.2.3", skipAwait: true });
     const d = named(resources, "apps/v1:Deployment", "batch").inputs;
-    expect(d.metadata).toMatchObject({ name: "batch", namespace: "default", annotations: { "pulumi.com/skipAwait": "true" } });
+    expect(d.metadata).toMatchObject({
+      name: "batch",
+      namespace: "default",
+      annotations: { "pulumi.com/skipAwait": "true" },
+    });
     expect(d.metadata.labels["envoy-gateways.io/service"]).toBe("batch");
     expect(d.spec).toEqual({
       replicas: 3,
@@ -259,7 +419,11 @@ describe("a routed service's headless Service", () => {
               image: "team/batch:1.2.3",
               ports: [{ name: "https", containerPort: 443 }],
               readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+              },
               volumeMounts: [{ name: "tls", mountPath: "/etc/tls", readOnly: true }],
             },
           ],
@@ -272,27 +436,43 @@ describe("a routed service's headless Service", () => {
     expect(pdb.metadata).toEqual({ name: "batch", namespace: "default", labels: d.metadata.labels });
     expect(pdb.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": "batch" } } });
     // A single pod gets no disruption budget (it would block every drain).
-    expect(of((await declare({ image: "team/batch:1.2.3", replicas: 1 })).resources, "policy/v1:PodDisruptionBudget")).toEqual([]);
+    expect(
+      of((await declare({ image: "team/batch:1.2.3", replicas: 1 })).resources, "policy/v1:PodDisruptionBudget"),
+    ).toEqual([]);
   });
 });
 
 describe("the route-sync identity's access", () => {
   it("lists and watches namespaces and Services, and writes only the named ConfigMaps and the gateway pods, bound to its ServiceAccount", async () => {
-    const { resources } = await declaring(() => new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: ["gateway-xds"] }));
+    const { resources } = await declaring(
+      () => new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: ["gateway-xds"] }),
+    );
     const labels = { "app.kubernetes.io/managed-by": "envoy-gateways", "app.kubernetes.io/component": "route-sync" };
     const subjects = [{ kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: "edge" }];
-    expect(named(resources, "core/v1:ServiceAccount", "envoy-gateways-route-sync").inputs.metadata).toEqual({ name: "envoy-gateways-route-sync", namespace: "edge", labels });
-    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs).toEqual({
+    expect(named(resources, "core/v1:ServiceAccount", "envoy-gateways-route-sync").inputs.metadata).toEqual({
+      name: "envoy-gateways-route-sync",
+      namespace: "edge",
+      labels,
+    });
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs,
+    ).toEqual({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
       metadata: { name: "envoy-gateways-route-sync-discover", labels },
       rules: [{ apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] }],
     });
-    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover").inputs).toEqual({
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover").inputs,
+    ).toEqual({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
       metadata: { name: "envoy-gateways-route-sync-discover", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "envoy-gateways-route-sync-discover" },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "envoy-gateways-route-sync-discover",
+      },
       subjects,
     });
     expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs).toEqual({
@@ -304,7 +484,9 @@ describe("the route-sync identity's access", () => {
         { apiGroups: [""], resources: ["pods"], verbs: ["list", "patch"] },
       ],
     });
-    expect(named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "envoy-gateways-route-sync-write").inputs).toEqual({
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "envoy-gateways-route-sync-write").inputs,
+    ).toEqual({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "RoleBinding",
       metadata: { name: "envoy-gateways-route-sync-write", namespace: "edge", labels },
@@ -315,8 +497,15 @@ describe("the route-sync identity's access", () => {
 
   it("binds other subjects instead when given", async () => {
     const ci = [{ kind: "User", name: "ci@example.org", apiGroup: "rbac.authorization.k8s.io" }];
-    const { resources } = await declaring(() => new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: [], subjects: ci }));
-    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover").inputs.subjects).toEqual(ci);
-    expect(named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "envoy-gateways-route-sync-write").inputs.subjects).toEqual(ci);
+    const { resources } = await declaring(
+      () => new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: [], subjects: ci }),
+    );
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover").inputs
+        .subjects,
+    ).toEqual(ci);
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "envoy-gateways-route-sync-write").inputs.subjects,
+    ).toEqual(ci);
   });
 });

@@ -6,7 +6,16 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../routing/config/errors.js";
-import { configKey, fromPulumiConfig, kubeconfigOf, loadStackFile, parseRoutingConfig, parseStackConfig, readStackFile, readStackFileSource } from "../../routing/config/load.js";
+import {
+  configKey,
+  fromPulumiConfig,
+  kubeconfigOf,
+  loadStackFile,
+  parseRoutingConfig,
+  parseStackConfig,
+  readStackFile,
+  readStackFileSource,
+} from "../../routing/config/load.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { parseYamlSource } from "../../routing/config/yaml-source.js";
 import { locatedInFile, parseNamespaces, readNamespacesFile, readNamespacesSource } from "../../routing/namespaces.js";
@@ -77,14 +86,20 @@ describe("the kubeconfig", () => {
 
   it("must be text, and its value is never shown", () => {
     for (const bad of ["", 7, { a: 1 }, ["apiVersion: v1"]]) {
-      expect(refusal(() => parseStackConfig({ ...minimalRaw(), kubeconfig: bad })).lines).toEqual(["envoy-gateways:kubeconfig: must be kubeconfig text, set with --secret (value not shown: it is a secret)"]);
+      expect(refusal(() => parseStackConfig({ ...minimalRaw(), kubeconfig: bad })).lines).toEqual([
+        "envoy-gateways:kubeconfig: must be kubeconfig text, set with --secret (value not shown: it is a secret)",
+      ]);
     }
   });
 });
 
 describe("secrets", () => {
   it("only the kubeconfig may be one: any other key of the stack config is refused as a secret, its value hidden everywhere", () => {
-    const { lines } = refusal(() => parseStackConfig({ ...minimalRaw(), namespace: "Bad_NS", unknownKey: "x" }, "stack config", { secretKeys: new Set(["namespace", "unknownKey", "kubeconfig", "absent"]) }));
+    const { lines } = refusal(() =>
+      parseStackConfig({ ...minimalRaw(), namespace: "Bad_NS", unknownKey: "x" }, "stack config", {
+        secretKeys: new Set(["namespace", "unknownKey", "kubeconfig", "absent"]),
+      }),
+    );
     expect(lines).toEqual([
       "envoy-gateways:namespace: must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters (value not shown: it is a secret)",
       "envoy-gateways:unknownKey: unknown key; allowed: domain, internalDomain, clusterDomain, namespace, envoyImage, gateways, services, shifts, devNamespaces, auth, acme, upstream, edge, tls, stats, skipAwait, renderYamlToDirectory (value not shown: it is a secret)",
@@ -101,12 +116,19 @@ describe("secrets", () => {
 
 describe("problems", () => {
   it("are those of the stack config unless told what is being read", () => {
-    expect(refusal(() => parseStackConfig({ ...minimalRaw(), namespace: "Bad_NS" })).subject).toBe("stack config: 1 problem");
+    expect(refusal(() => parseStackConfig({ ...minimalRaw(), namespace: "Bad_NS" })).subject).toBe(
+      "stack config: 1 problem",
+    );
   });
 
   it("of keys against each other refuse a config the schema alone accepts", () => {
-    const raw = withValue(minimalRaw(), "services", [{ name: "www", replicas: 2 }, { name: "www", replicas: 2 }]);
-    expect(refusal(() => parseStackConfig(raw)).lines).toEqual(['envoy-gateways:services[1].name: duplicates services[0].name; service names must be unique (got "www")']);
+    const raw = withValue(minimalRaw(), "services", [
+      { name: "www", replicas: 2 },
+      { name: "www", replicas: 2 },
+    ]);
+    expect(refusal(() => parseStackConfig(raw)).lines).toEqual([
+      'envoy-gateways:services[1].name: duplicates services[0].name; service names must be unique (got "www")',
+    ]);
   });
 
   it("about no single value show none", () => {
@@ -119,7 +141,10 @@ describe("problems", () => {
       }
       throw new Error("accepted");
     })();
-    expect(problem).toEqual({ key: "envoy-gateways:gateways.gateway.service.annotations", message: "hold 300,003 bytes; Kubernetes allows 262,144 in all" });
+    expect(problem).toEqual({
+      key: "envoy-gateways:gateways.gateway.service.annotations",
+      message: "hold 300,003 bytes; Kubernetes allows 262,144 in all",
+    });
   });
 });
 
@@ -131,24 +156,45 @@ describe("keys", () => {
   });
 
   it("unknown are named with what is allowed where they are, and a missing one as required", () => {
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "services", [{ name: "a", replicas: 1, port: 80 }]))).lines).toEqual([
+    expect(
+      refusal(() => parseStackConfig(withValue(minimalRaw(), "services", [{ name: "a", replicas: 1, port: 80 }])))
+        .lines,
+    ).toEqual([
       "envoy-gateways:services[0].port: unknown key; allowed: name, replicas, rateLimit, websocket, aliases, image, versions, routeTimeout, retries, retryResetMethods, authenticateMetrics, securityHeaders (got 80)",
     ]);
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.service", { typ: "x" }))).lines).toEqual([
+    expect(
+      refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.service", { typ: "x" }))).lines,
+    ).toEqual([
       'envoy-gateways:gateways.gateway.service.typ: unknown key; allowed: type, loadBalancerIP, annotations (got "x")',
     ]);
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.resources.requests.gpu", "1"))).lines).toEqual([
-      'envoy-gateways:gateways.gateway.resources.requests.gpu: unknown key; allowed: cpu, memory (got "1")',
-    ]);
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "shifts", [{ service: "x", from: "a", to: "b", policy: "linear", start: "s", duration: "1h", weight: 1 }]))).lines[0]).toBe(
+    expect(
+      refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.resources.requests.gpu", "1"))).lines,
+    ).toEqual(['envoy-gateways:gateways.gateway.resources.requests.gpu: unknown key; allowed: cpu, memory (got "1")']);
+    expect(
+      refusal(() =>
+        parseStackConfig(
+          withValue(minimalRaw(), "shifts", [
+            { service: "x", from: "a", to: "b", policy: "linear", start: "s", duration: "1h", weight: 1 },
+          ]),
+        ),
+      ).lines[0],
+    ).toBe(
       "envoy-gateways:shifts[0].weight: unknown key; allowed: service, from, to, policy, start, duration, reversed (got 1)",
     );
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "envoyImage", undefined))).lines).toEqual(["envoy-gateways:envoyImage: is required (string; see the stack config reference in README.md)"]);
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.tls", undefined))).lines).toEqual(["envoy-gateways:gateways.gateway.tls: is required (object; see the stack config reference in README.md)"]);
+    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "envoyImage", undefined))).lines).toEqual([
+      "envoy-gateways:envoyImage: is required (string; see the stack config reference in README.md)",
+    ]);
+    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.tls", undefined))).lines).toEqual([
+      "envoy-gateways:gateways.gateway.tls: is required (object; see the stack config reference in README.md)",
+    ]);
   });
 
   it("in a mapping of strings are named with the key", () => {
-    expect(refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.service", { annotations: { a: 1, b: "x" } }))).lines).toEqual(["envoy-gateways:gateways.gateway.service.annotations.a: annotation values must be strings (got 1)"]);
+    expect(
+      refusal(() =>
+        parseStackConfig(withValue(minimalRaw(), "gateways.gateway.service", { annotations: { a: 1, b: "x" } })),
+      ).lines,
+    ).toEqual(["envoy-gateways:gateways.gateway.service.annotations.a: annotation values must be strings (got 1)"]);
   });
 });
 
@@ -156,44 +202,84 @@ describe("the routes resources' routing config", () => {
   const routing = () => routingConfig(parseStackConfig(minimalRaw()));
   it("is accepted as the program gives it, and refused key by key otherwise", () => {
     expect(parseRoutingConfig(routing())).toEqual(routing());
-    expect(refusal(() => parseRoutingConfig({ ...routing(), envoyImage: "x" }))).toEqual({ subject: "routes resource config: 1 problem", lines: ['envoy-gateways:envoyImage: unknown key; allowed: clusterDomain, namespace, gateways, services, shifts, devNamespaces, upstream, edge (got "x")'] });
+    expect(refusal(() => parseRoutingConfig({ ...routing(), envoyImage: "x" }))).toEqual({
+      subject: "routes resource config: 1 problem",
+      lines: [
+        'envoy-gateways:envoyImage: unknown key; allowed: clusterDomain, namespace, gateways, services, shifts, devNamespaces, upstream, edge (got "x")',
+      ],
+    });
     const twice = routing();
     twice.services.push(structuredClone(twice.services[0]!));
-    expect(refusal(() => parseRoutingConfig(twice)).lines).toEqual([`envoy-gateways:services[3].name: duplicates services[0].name; service names must be unique (got "www")`]);
-    expect(refusal(() => parseRoutingConfig({ ...routing(), namespace: "Bad" }, "state")).subject).toBe("state: 1 problem");
+    expect(refusal(() => parseRoutingConfig(twice)).lines).toEqual([
+      `envoy-gateways:services[3].name: duplicates services[0].name; service names must be unique (got "www")`,
+    ]);
+    expect(refusal(() => parseRoutingConfig({ ...routing(), namespace: "Bad" }, "state")).subject).toBe(
+      "state: 1 problem",
+    );
   });
 
   it("must be a mapping", () => {
     for (const bad of [null, "config", ["a"], 3]) {
-      expect(refusal(() => parseRoutingConfig(bad))).toEqual({ subject: "routes resource config: 1 problem", lines: [`config: must be a mapping of the routing config (got ${JSON.stringify(bad)})`] });
+      expect(refusal(() => parseRoutingConfig(bad))).toEqual({
+        subject: "routes resource config: 1 problem",
+        lines: [`config: must be a mapping of the routing config (got ${JSON.stringify(bad)})`],
+      });
     }
   });
 });
 
 describe("a stack file", () => {
   it("is read as Pulumi reads it: this project's keys, secure values left out", () => {
-    const path = file("Pulumi.s.yaml", "config:\n  envoy-gateways:domain: example.org\n  envoy-gateways:kubeconfig:\n    secure: AAAB\n  aws:region: eu\n  plain: x\n");
+    const path = file(
+      "Pulumi.s.yaml",
+      "config:\n  envoy-gateways:domain: example.org\n  envoy-gateways:kubeconfig:\n    secure: AAAB\n  aws:region: eu\n  plain: x\n",
+    );
     expect(readStackFile(path)).toEqual({ domain: "example.org" });
     expect(readStackFile(file("Pulumi.t.yaml", "encryptionsalt: x\n"))).toEqual({});
     expect(readStackFile(file("Pulumi.u.yaml", "config:\n"))).toEqual({});
     expect(readStackFile(file("Pulumi.v.yaml", ""))).toEqual({});
-    expect(readStackFile(file("Pulumi.w.yaml", "config:\n  envoy-gateways: x\n  envoy-gatewaysx:domain: y\n  envoy-gateways:a:b: 1\n"))).toEqual({ "a:b": 1 });
+    expect(
+      readStackFile(
+        file("Pulumi.w.yaml", "config:\n  envoy-gateways: x\n  envoy-gatewaysx:domain: y\n  envoy-gateways:a:b: 1\n"),
+      ),
+    ).toEqual({ "a:b": 1 });
   });
 
   it("whose config is not a mapping, that does not exist or cannot be read, is refused with its path", () => {
     const list = file("Pulumi.l.yaml", "config: [a]\n");
-    expect(refusal(() => readStackFile(list))).toEqual({ subject: `stack file ${list}: 1 problem`, lines: [`${list}: config: must be a mapping of config keys (got ["a"])`] });
+    expect(refusal(() => readStackFile(list))).toEqual({
+      subject: `stack file ${list}: 1 problem`,
+      lines: [`${list}: config: must be a mapping of config keys (got ["a"])`],
+    });
     const scalar = file("Pulumi.n.yaml", "config: 3\n");
-    expect(refusal(() => readStackFile(scalar)).lines).toEqual([`${scalar}: config: must be a mapping of config keys (got 3)`]);
+    expect(refusal(() => readStackFile(scalar)).lines).toEqual([
+      `${scalar}: config: must be a mapping of config keys (got 3)`,
+    ]);
     const broken = file("Pulumi.b.yaml", "config: [\n");
     expect(refusal(() => readStackFile(broken)).subject).toBe(`stack file ${broken}: 1 problem`);
-    expect(refusal(() => readStackFile("/nonexistent/Pulumi.x.yaml"))).toEqual({ subject: "stack file /nonexistent/Pulumi.x.yaml: 1 problem", lines: ["/nonexistent/Pulumi.x.yaml: cannot be read: no such file"] });
+    expect(refusal(() => readStackFile("/nonexistent/Pulumi.x.yaml"))).toEqual({
+      subject: "stack file /nonexistent/Pulumi.x.yaml: 1 problem",
+      lines: ["/nonexistent/Pulumi.x.yaml: cannot be read: no such file"],
+    });
     const dir = tempDir("config-");
-    expect(refusal(() => readStackFile(dir)).lines).toEqual([`${dir}: cannot be read: EISDIR: illegal operation on a directory, read`]);
+    expect(refusal(() => readStackFile(dir)).lines).toEqual([
+      `${dir}: cannot be read: EISDIR: illegal operation on a directory, read`,
+    ]);
   });
 
   it("names the file, the line and the value as written in each error", () => {
-    const path = file("Pulumi.s.yaml", ["config:", "  envoy-gateways:domain: Example.org", "  envoy-gateways:internalDomain: example.internal", "  envoy-gateways:envoyImage: envoyproxy/envoy:v1.40.0", "  envoy-gateways:gateways:", "    gateway: { replicas: 1e3 }", ""].join("\n"));
+    const path = file(
+      "Pulumi.s.yaml",
+      [
+        "config:",
+        "  envoy-gateways:domain: Example.org",
+        "  envoy-gateways:internalDomain: example.internal",
+        "  envoy-gateways:envoyImage: envoyproxy/envoy:v1.40.0",
+        "  envoy-gateways:gateways:",
+        "    gateway: { replicas: 1e3 }",
+        "",
+      ].join("\n"),
+    );
     const { subject, lines } = refusal(() => loadStackFile(path));
     expect(subject).toBe(`stack config ${path}: 5 problems`);
     expect(lines).toEqual([
@@ -206,14 +292,39 @@ describe("a stack file", () => {
   });
 
   it("names the line of a problem about no single value (a mapping: its first entry), and shows nothing as written", () => {
-    const lines = ["config:", "  envoy-gateways:domain: example.org", "  envoy-gateways:internalDomain: example.org", ""];
+    const lines = [
+      "config:",
+      "  envoy-gateways:domain: example.org",
+      "  envoy-gateways:internalDomain: example.org",
+      "",
+    ];
     const path = file("Pulumi.s.yaml", lines.join("\n"));
     const raw = { ...minimalRaw(), ...readStackFile(path) };
     const { source } = readStackFileSource(path);
-    expect(refusal(() => parseStackConfig(raw, "stack config", { source })).lines).toEqual([`${path}:3: envoy-gateways:internalDomain: must differ from domain (got example.org)`]);
-    const sized = file("Pulumi.a.yaml", ["config:", "  envoy-gateways:gateways:", "    gateway:", "      service:", "        annotations:", `          big: ${"x".repeat(300_000)}`, ""].join("\n"));
-    const withAnnotations = withValue(minimalRaw(), "gateways.gateway.service", (readStackFile(sized).gateways as { gateway: { service: unknown } }).gateway.service);
-    expect(refusal(() => parseStackConfig(withAnnotations, "stack config", { source: readStackFileSource(sized).source })).lines).toEqual([
+    expect(refusal(() => parseStackConfig(raw, "stack config", { source })).lines).toEqual([
+      `${path}:3: envoy-gateways:internalDomain: must differ from domain (got example.org)`,
+    ]);
+    const sized = file(
+      "Pulumi.a.yaml",
+      [
+        "config:",
+        "  envoy-gateways:gateways:",
+        "    gateway:",
+        "      service:",
+        "        annotations:",
+        `          big: ${"x".repeat(300_000)}`,
+        "",
+      ].join("\n"),
+    );
+    const withAnnotations = withValue(
+      minimalRaw(),
+      "gateways.gateway.service",
+      (readStackFile(sized).gateways as { gateway: { service: unknown } }).gateway.service,
+    );
+    expect(
+      refusal(() => parseStackConfig(withAnnotations, "stack config", { source: readStackFileSource(sized).source }))
+        .lines,
+    ).toEqual([
       `${sized}:6: envoy-gateways:gateways.gateway.service.annotations: hold 300,003 bytes; Kubernetes allows 262,144 in all`,
     ]);
   });
@@ -227,19 +338,40 @@ describe("a namespaces file", () => {
   });
 
   it("that is not a mapping, does not exist or is not YAML, is refused with its path", () => {
-    expect(refusal(() => parseNamespaces("- pr-1\n", "ns.yaml"))).toEqual({ subject: "namespaces file ns.yaml: 1 problem", lines: ['ns.yaml: must be a mapping of namespace -> list of services (got ["pr-1"])'] });
-    expect(refusal(() => parseNamespaces("pr-1\n", "ns.yaml")).lines).toEqual(['ns.yaml: must be a mapping of namespace -> list of services (got "pr-1")']);
-    expect(refusal(() => readNamespacesSource("/nonexistent/ns.yaml"))).toEqual({ subject: "namespaces file /nonexistent/ns.yaml: 1 problem", lines: ["/nonexistent/ns.yaml: cannot be read: no such file"] });
+    expect(refusal(() => parseNamespaces("- pr-1\n", "ns.yaml"))).toEqual({
+      subject: "namespaces file ns.yaml: 1 problem",
+      lines: ['ns.yaml: must be a mapping of namespace -> list of services (got ["pr-1"])'],
+    });
+    expect(refusal(() => parseNamespaces("pr-1\n", "ns.yaml")).lines).toEqual([
+      'ns.yaml: must be a mapping of namespace -> list of services (got "pr-1")',
+    ]);
+    expect(refusal(() => readNamespacesSource("/nonexistent/ns.yaml"))).toEqual({
+      subject: "namespaces file /nonexistent/ns.yaml: 1 problem",
+      lines: ["/nonexistent/ns.yaml: cannot be read: no such file"],
+    });
     const dir = tempDir("ns-");
-    expect(refusal(() => readNamespacesSource(dir)).lines).toEqual([`${dir}: cannot be read: EISDIR: illegal operation on a directory, read`]);
+    expect(refusal(() => readNamespacesSource(dir)).lines).toEqual([
+      `${dir}: cannot be read: EISDIR: illegal operation on a directory, read`,
+    ]);
     const { subject, lines } = refusal(() => parseNamespaces("a: [\nb: 1\n", "ns.yaml"));
     expect(subject).toMatch(/^namespaces file ns\.yaml: \d+ problems?$/);
     expect(lines[0]).toMatch(/^ns\.yaml:\d+: is not valid YAML: /);
-    expect(refusal(() => parseNamespaces("a: 1\na: 2\n", "ns.yaml")).lines[0]).toMatch(/^ns\.yaml:2: is not valid YAML: Map keys must be unique/);
+    expect(refusal(() => parseNamespaces("a: 1\na: 2\n", "ns.yaml")).lines[0]).toMatch(
+      /^ns\.yaml:2: is not valid YAML: Map keys must be unique/,
+    );
   });
 
   it("resolves anchors and merge keys, and the routing table's problems name its lines and the values as written", () => {
-    const text = ["common: &common", "  - batch", "pr-1: *common", "PR-2: [batch]", "pr-3:", "  - name: web", "    websocket: yes please", ""].join("\n");
+    const text = [
+      "common: &common",
+      "  - batch",
+      "pr-1: *common",
+      "PR-2: [batch]",
+      "pr-3:",
+      "  - name: web",
+      "    websocket: yes please",
+      "",
+    ].join("\n");
     const { devNamespaces, source } = parseNamespaces(text, "ns.yaml");
     expect(devNamespaces["pr-1"]).toEqual(["batch"]);
     let error: InputError | undefined;
@@ -254,8 +386,17 @@ describe("a namespaces file", () => {
       `  - ns.yaml:7: pr-3[0] (web).websocket: must be true or false (got yes please)`,
     ]);
     // A problem without a place (or a place the file does not have) is kept as it was.
-    const kept = locatedInFile(new InputError("x", [{ key: "a", message: "m" }, { key: "b", message: "n", value: 1, path: ["nowhere", 3] }]), source);
-    expect(kept.problems).toEqual([{ key: "a", message: "m" }, { key: "b", message: "n", value: 1, path: ["nowhere", 3] }]);
+    const kept = locatedInFile(
+      new InputError("x", [
+        { key: "a", message: "m" },
+        { key: "b", message: "n", value: 1, path: ["nowhere", 3] },
+      ]),
+      source,
+    );
+    expect(kept.problems).toEqual([
+      { key: "a", message: "m" },
+      { key: "b", message: "n", value: 1, path: ["nowhere", 3] },
+    ]);
   });
 });
 

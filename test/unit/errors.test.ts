@@ -71,23 +71,36 @@ describe("a value that looks like a credential", () => {
 
 describe("a problem", () => {
   it("reads key: message (got value), the value as written when known", () => {
-    expect(formatProblem({ key: "envoy-gateways:domain", message: "must be a DNS name" })).toBe("envoy-gateways:domain: must be a DNS name");
+    expect(formatProblem({ key: "envoy-gateways:domain", message: "must be a DNS name" })).toBe(
+      "envoy-gateways:domain: must be a DNS name",
+    );
     expect(formatProblem({ key: "k", message: "m", value: 0 })).toBe("k: m (got 0)");
     expect(formatProblem({ key: "k", message: "m", value: undefined })).toBe("k: m (got nothing)");
     expect(formatProblem({ key: "k", message: "m", value: null, written: "~" })).toBe("k: m (got ~)");
-    expect(formatProblem({ key: "k", message: "m", value: 1, written: `${"9".repeat(300)}` })).toBe(`k: m (got ${"9".repeat(160)}... (300 characters))`);
+    expect(formatProblem({ key: "k", message: "m", value: 1, written: `${"9".repeat(300)}` })).toBe(
+      `k: m (got ${"9".repeat(160)}... (300 characters))`,
+    );
   });
 
   it("never shows a credential, as written or as parsed", () => {
-    expect(formatProblem({ key: "k", message: "m", value: "token: abc" })).toBe("k: m (value hidden: it looks like a credential)");
-    expect(formatProblem({ key: "k", message: "m", value: "x", written: "password: abc" })).toBe("k: m (value hidden: it looks like a credential)");
+    expect(formatProblem({ key: "k", message: "m", value: "token: abc" })).toBe(
+      "k: m (value hidden: it looks like a credential)",
+    );
+    expect(formatProblem({ key: "k", message: "m", value: "x", written: "password: abc" })).toBe(
+      "k: m (value hidden: it looks like a credential)",
+    );
   });
 
   it("many make one error: what was read, how many, one line each", () => {
-    const e = new InputError("stack config", [{ key: "a", message: "is bad" }, { key: "b", message: "is worse", value: 2 }]);
+    const e = new InputError("stack config", [
+      { key: "a", message: "is bad" },
+      { key: "b", message: "is worse", value: 2 },
+    ]);
     expect(e.message).toBe("stack config: 2 problems\n  - a: is bad\n  - b: is worse (got 2)");
     expect(e.name).toBe("InputError");
     expect(e.subject).toBe("stack config");
-    expect(new InputError("namespaces file x.yaml", [{ key: "a", message: "is bad" }]).message).toBe("namespaces file x.yaml: 1 problem\n  - a: is bad");
+    expect(new InputError("namespaces file x.yaml", [{ key: "a", message: "is bad" }]).message).toBe(
+      "namespaces file x.yaml: 1 problem\n  - a: is bad",
+    );
   });
 });

@@ -38,7 +38,8 @@ describe("golden files", () => {
 
   it("has a feature for each part of the translation, each small enough to review", () => {
     expect(features.length).toBeGreaterThanOrEqual(20);
-    for (const feature of features) expect(readFileSync(join(FEATURES_DIR, feature, "output.yaml"), "utf8").length, feature).toBeLessThan(10_000);
+    for (const feature of features)
+      expect(readFileSync(join(FEATURES_DIR, feature, "output.yaml"), "utf8").length, feature).toBeLessThan(10_000);
   });
 
   it("production-sized table renders exactly the golden files, byte for byte", () => {
@@ -55,7 +56,8 @@ describe("golden files", () => {
       }
       expect(existsSync(dir), `${dir} missing: ${REGENERATE}`).toBe(true);
       expect(readdirSync(dir).sort()).toEqual(Object.keys(rendered).sort());
-      for (const [file, text] of Object.entries(rendered)) expect(text, `production/${g.gateway}/${file}`).toBe(readFileSync(join(dir, file), "utf8"));
+      for (const [file, text] of Object.entries(rendered))
+        expect(text, `production/${g.gateway}/${file}`).toBe(readFileSync(join(dir, file), "utf8"));
     }
   });
 });

@@ -2,19 +2,64 @@
 // selectors, quantities), durations and times as the stack config writes
 // them, and the digests of what is written.
 import { describe, expect, it } from "vitest";
-import { isDnsSubdomain, isLabelValue, isQualifiedName, labelSelectorProblem } from "../../routing/config/kubernetes.js";
+import {
+  isDnsSubdomain,
+  isLabelValue,
+  isQualifiedName,
+  labelSelectorProblem,
+} from "../../routing/config/kubernetes.js";
 import { envoyDuration, formatLiteral, memoryBytes } from "../../routing/envoy/units.js";
-import { contentVersion, dataDigest, formatDuration, parseDuration, parseQuantity, parseTime } from "../../routing/units.js";
+import {
+  contentVersion,
+  dataDigest,
+  formatDuration,
+  parseDuration,
+  parseQuantity,
+  parseTime,
+} from "../../routing/units.js";
 
 describe("Kubernetes names", () => {
   it("a DNS subdomain: lower-case labels of at most 63, joined by dots, 253 in all", () => {
-    for (const ok of ["a", "example.org", "a-b.c0", `${"a".repeat(63)}.org`, `${"a.".repeat(126)}a`]) expect(isDnsSubdomain(ok), ok).toBe(true);
-    for (const bad of ["", "A.org", "a..b", ".a", "a.", "-a", "a-", "a_b", `${"a".repeat(64)}.org`, `${"a.".repeat(126)}ab`]) expect(isDnsSubdomain(bad), bad).toBe(false);
+    for (const ok of ["a", "example.org", "a-b.c0", `${"a".repeat(63)}.org`, `${"a.".repeat(126)}a`])
+      expect(isDnsSubdomain(ok), ok).toBe(true);
+    for (const bad of [
+      "",
+      "A.org",
+      "a..b",
+      ".a",
+      "a.",
+      "-a",
+      "a-",
+      "a_b",
+      `${"a".repeat(64)}.org`,
+      `${"a.".repeat(126)}ab`,
+    ])
+      expect(isDnsSubdomain(bad), bad).toBe(false);
   });
 
   it("a label or annotation key: an optional DNS-subdomain prefix and /, then 1 to 63 name characters", () => {
-    for (const ok of ["app", "app.kubernetes.io/name", "A_b.c-D", "x/y", "a".repeat(63), `example.org/${"a".repeat(63)}`]) expect(isQualifiedName(ok), ok).toBe(true);
-    for (const bad of ["", "/name", "Example.org/name", "a/b/c", "name/", "-a", "a-", "a b", "a".repeat(64), `example.org/${"a".repeat(64)}`]) expect(isQualifiedName(bad), bad).toBe(false);
+    for (const ok of [
+      "app",
+      "app.kubernetes.io/name",
+      "A_b.c-D",
+      "x/y",
+      "a".repeat(63),
+      `example.org/${"a".repeat(63)}`,
+    ])
+      expect(isQualifiedName(ok), ok).toBe(true);
+    for (const bad of [
+      "",
+      "/name",
+      "Example.org/name",
+      "a/b/c",
+      "name/",
+      "-a",
+      "a-",
+      "a b",
+      "a".repeat(64),
+      `example.org/${"a".repeat(64)}`,
+    ])
+      expect(isQualifiedName(bad), bad).toBe(false);
   });
 
   it("a label value: empty, or up to 63 of letters, digits, - _ . starting and ending alphanumeric", () => {
@@ -23,33 +68,58 @@ describe("Kubernetes names", () => {
   });
 
   it("an equality-based selector: key=value, key==value or key!=value terms joined by commas, each part checked", () => {
-    for (const ok of ["envoy-gateways.io/routes=dev", "a==b", "a!=b", " a = b , c != d ", "a="]) expect(labelSelectorProblem(ok), ok).toBeUndefined();
+    for (const ok of ["envoy-gateways.io/routes=dev", "a==b", "a!=b", " a = b , c != d ", "a="])
+      expect(labelSelectorProblem(ok), ok).toBeUndefined();
     expect(labelSelectorProblem("  ")).toBe("is empty");
     expect(labelSelectorProblem("a=b,c")).toBe('term "c" is not key=value or key!=value');
     expect(labelSelectorProblem("a in (b)")).toBe('term "a in (b)" is not key=value or key!=value');
-    expect(labelSelectorProblem("=b")).toBe(`key "" is not a Kubernetes label or annotation key: an optional DNS-subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`);
-    expect(labelSelectorProblem("a=b c")).toBe(`value "b c" of a is not a label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`);
+    expect(labelSelectorProblem("=b")).toBe(
+      `key "" is not a Kubernetes label or annotation key: an optional DNS-subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+    );
+    expect(labelSelectorProblem("a=b c")).toBe(
+      `value "b c" of a is not a label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`,
+    );
   });
 });
 
 describe("durations", () => {
   it("are a whole number and one unit, among those allowed", () => {
-    expect([parseDuration("500ms"), parseDuration("5s"), parseDuration("10m"), parseDuration("2h"), parseDuration("5d"), parseDuration("0s")]).toEqual([500, 5000, 600_000, 7_200_000, 432_000_000, 0]);
+    expect([
+      parseDuration("500ms"),
+      parseDuration("5s"),
+      parseDuration("10m"),
+      parseDuration("2h"),
+      parseDuration("5d"),
+      parseDuration("0s"),
+    ]).toEqual([500, 5000, 600_000, 7_200_000, 432_000_000, 0]);
     expect(parseDuration("5d", ["ms", "s", "m", "h"])).toBeUndefined();
     expect(parseDuration("500ms", ["s", "m"])).toBeUndefined();
-    for (const bad of ["", "5", "1.5s", "-1s", "5 s", "5sec", "s", "1h30m", "1234567890123s", " 5s"]) expect(parseDuration(bad), bad).toBeUndefined();
+    for (const bad of ["", "5", "1.5s", "-1s", "5 s", "5sec", "s", "1h30m", "1234567890123s", " 5s"])
+      expect(parseDuration(bad), bad).toBeUndefined();
     expect(parseDuration("123456789012s")).toBe(123456789012000);
   });
 
   it("are written with the largest unit that divides them", () => {
-    expect([formatDuration(90_000), formatDuration(5_400_000), formatDuration(86_400_000), formatDuration(1500), formatDuration(0)]).toEqual(["90s", "90m", "1d", "1500ms", "0d"]);
+    expect([
+      formatDuration(90_000),
+      formatDuration(5_400_000),
+      formatDuration(86_400_000),
+      formatDuration(1500),
+      formatDuration(0),
+    ]).toEqual(["90s", "90m", "1d", "1500ms", "0d"]);
     expect(formatDuration(5_400_000, ["h", "m"])).toBe("90m");
     expect(formatDuration(90_000, ["h", "m"])).toBe("90000ms");
     expect(formatDuration(1500, ["d", "h", "m", "s"])).toBe("1500ms");
   });
 
   it("become Envoy's seconds", () => {
-    expect([envoyDuration("500ms"), envoyDuration("5s"), envoyDuration("10m"), envoyDuration("1h"), envoyDuration("0s")]).toEqual(["0.5s", "5s", "600s", "3600s", "0s"]);
+    expect([
+      envoyDuration("500ms"),
+      envoyDuration("5s"),
+      envoyDuration("10m"),
+      envoyDuration("1h"),
+      envoyDuration("0s"),
+    ]).toEqual(["0.5s", "5s", "600s", "3600s", "0s"]);
     expect(() => envoyDuration("5 s")).toThrow("not a duration: 5 s");
   });
 });
@@ -59,7 +129,22 @@ describe("times", () => {
     expect(parseTime("2026-11-30T10:00:00Z")?.toISOString()).toBe("2026-11-30T10:00:00.000Z");
     expect(parseTime("2026-11-30T10:00:00.25+01:30")?.toISOString()).toBe("2026-11-30T08:30:00.250Z");
     expect(parseTime("2028-02-29T23:59:59-00:00")?.toISOString()).toBe("2028-02-29T23:59:59.000Z");
-    for (const bad of ["2026-11-31T10:00:00Z", "2027-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-11-00T00:00:00Z", "2026-11-30T24:00:00Z", "2026-11-30T10:60:00Z", "2026-11-30T10:00:60Z", "2026-11-30T10:00:00+24:00", "2026-11-30T10:00:00+01:60", "2026-11-30T10:00:00", "2026-11-30 10:00:00Z", "tomorrow", ""]) {
+    for (const bad of [
+      "2026-11-31T10:00:00Z",
+      "2027-02-29T00:00:00Z",
+      "2026-13-01T00:00:00Z",
+      "2026-00-01T00:00:00Z",
+      "2026-11-00T00:00:00Z",
+      "2026-11-30T24:00:00Z",
+      "2026-11-30T10:60:00Z",
+      "2026-11-30T10:00:60Z",
+      "2026-11-30T10:00:00+24:00",
+      "2026-11-30T10:00:00+01:60",
+      "2026-11-30T10:00:00",
+      "2026-11-30 10:00:00Z",
+      "tomorrow",
+      "",
+    ]) {
       expect(parseTime(bad), bad).toBeUndefined();
     }
     expect(parseTime(1_700_000_000_000)).toBeUndefined();
@@ -69,13 +154,33 @@ describe("times", () => {
 
 describe("quantities", () => {
   it("are what Kubernetes parses: binary and decimal suffixes, exponents, signs", () => {
-    expect([parseQuantity("250m"), parseQuantity("2"), parseQuantity("1.5Gi"), parseQuantity("1e3"), parseQuantity("1E-3"), parseQuantity("512Mi"), parseQuantity("1Ki"), parseQuantity(".5"), parseQuantity("5."), parseQuantity("-1"), parseQuantity("+2k")]).toEqual([
-      0.25, 2, 1.5 * 2 ** 30, 1000, 0.001, 512 * 2 ** 20, 1024, 0.5, 5, -1, 2000,
-    ]);
-    expect([parseQuantity("1n"), parseQuantity("1u"), parseQuantity("1M"), parseQuantity("1G"), parseQuantity("1T"), parseQuantity("1P"), parseQuantity("1E"), parseQuantity("1Ti"), parseQuantity("1Pi"), parseQuantity("1Ei")]).toEqual([
-      1e-9, 1e-6, 1e6, 1e9, 1e12, 1e15, 1e18, 2 ** 40, 2 ** 50, 2 ** 60,
-    ]);
-    for (const bad of ["1GB", "1 Gi", "Gi", "", "1.2.3", "e3", "1e400", "--1"]) expect(parseQuantity(bad), bad).toBeUndefined();
+    expect([
+      parseQuantity("250m"),
+      parseQuantity("2"),
+      parseQuantity("1.5Gi"),
+      parseQuantity("1e3"),
+      parseQuantity("1E-3"),
+      parseQuantity("512Mi"),
+      parseQuantity("1Ki"),
+      parseQuantity(".5"),
+      parseQuantity("5."),
+      parseQuantity("-1"),
+      parseQuantity("+2k"),
+    ]).toEqual([0.25, 2, 1.5 * 2 ** 30, 1000, 0.001, 512 * 2 ** 20, 1024, 0.5, 5, -1, 2000]);
+    expect([
+      parseQuantity("1n"),
+      parseQuantity("1u"),
+      parseQuantity("1M"),
+      parseQuantity("1G"),
+      parseQuantity("1T"),
+      parseQuantity("1P"),
+      parseQuantity("1E"),
+      parseQuantity("1Ti"),
+      parseQuantity("1Pi"),
+      parseQuantity("1Ei"),
+    ]).toEqual([1e-9, 1e-6, 1e6, 1e9, 1e12, 1e15, 1e18, 2 ** 40, 2 ** 50, 2 ** 60]);
+    for (const bad of ["1GB", "1 Gi", "Gi", "", "1.2.3", "e3", "1e400", "--1"])
+      expect(parseQuantity(bad), bad).toBeUndefined();
   });
 
   it("of memory become bytes for Envoy's heap limit", () => {

@@ -20,33 +20,77 @@ import { eachTest } from "./each-test.js";
 import { ROOT, stackConfig } from "./fixtures.js";
 import { K, runResource, runStack, UNKNOWN, type Obj } from "./policy-engine.js";
 
-function deployment(name: string, replicas: number | undefined, labels: Record<string, string>, extra: Record<string, any> = {}): Obj {
-  return { type: K("Deployment", "apps/v1"), name, props: { metadata: { name, namespace: "default" }, spec: { replicas, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name, image: "example/app:1.0.0" }] } }, ...extra } } };
+function deployment(
+  name: string,
+  replicas: number | undefined,
+  labels: Record<string, string>,
+  extra: Record<string, any> = {},
+): Obj {
+  return {
+    type: K("Deployment", "apps/v1"),
+    name,
+    props: {
+      metadata: { name, namespace: "default" },
+      spec: {
+        replicas,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name, image: "example/app:1.0.0" }] } },
+        ...extra,
+      },
+    },
+  };
 }
 function service(name: string, selector: unknown, spec: Record<string, any> = {}, namespace = "default"): Obj {
-  return { type: K("Service"), name, props: { metadata: { name, namespace }, spec: { selector, ports: [{ name: "https", port: 443, targetPort: 443 }], ...spec } } };
+  return {
+    type: K("Service"),
+    name,
+    props: {
+      metadata: { name, namespace },
+      spec: { selector, ports: [{ name: "https", port: 443, targetPort: 443 }], ...spec },
+    },
+  };
 }
 
 describe("multi-replica-workloads-headless", () => {
   const app = { app: "batch" };
   it("blocks a three-replica Deployment behind a ClusterIP Service, naming the Service, the workload and its replicas", () => {
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app)]).violations).toEqual([
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app)]).violations,
+    ).toEqual([
       "Service default/batch selects the pods of Deployment default/batch (3 replicas) but is not headless (clusterIP: assigned by the cluster); set spec.clusterIP: None so every pod is reachable and balanced.",
     ]);
   });
 
   it("passes the same workload behind a headless Service", () => {
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app, { clusterIP: "None" })])).toEqual({ violations: [] });
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [
+        deployment("batch", 3, app),
+        service("batch", app, { clusterIP: "None" }),
+      ]),
+    ).toEqual({ violations: [] });
   });
 
   it("lets a single-replica workload use a ClusterIP Service", () => {
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 1, app), service("batch", app)])).toEqual({ violations: [] });
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", undefined, app), service("batch", app)])).toEqual({ violations: [] });
+    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 1, app), service("batch", app)])).toEqual({
+      violations: [],
+    });
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [deployment("batch", undefined, app), service("batch", app)]),
+    ).toEqual({ violations: [] });
   });
 
   it("counts an autoscaler's maximum as the replica count", () => {
-    const hpa: Obj = { type: K("HorizontalPodAutoscaler", "autoscaling/v2"), name: "batch", props: { metadata: { name: "batch" }, spec: { scaleTargetRef: { kind: "Deployment", name: "batch" }, minReplicas: 1, maxReplicas: 5 } } };
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 1, app), hpa, service("batch", app)]).violations).toEqual([
+    const hpa: Obj = {
+      type: K("HorizontalPodAutoscaler", "autoscaling/v2"),
+      name: "batch",
+      props: {
+        metadata: { name: "batch" },
+        spec: { scaleTargetRef: { kind: "Deployment", name: "batch" }, minReplicas: 1, maxReplicas: 5 },
+      },
+    };
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 1, app), hpa, service("batch", app)]).violations,
+    ).toEqual([
       "Service default/batch selects the pods of Deployment default/batch (an autoscaler allowing up to 5 replicas) but is not headless (clusterIP: assigned by the cluster); set spec.clusterIP: None so every pod is reachable and balanced.",
     ]);
   });
@@ -54,7 +98,14 @@ describe("multi-replica-workloads-headless", () => {
   it("covers StatefulSets and ReplicaSets, and shows an explicit cluster IP", () => {
     const sts = { ...deployment("db", 2, { app: "db" }), type: K("StatefulSet", "apps/v1") };
     const rs = { ...deployment("cache", 4, { app: "cache" }), type: K("ReplicaSet", "apps/v1") };
-    expect(runStack(multiReplicaWorkloadsHeadless, [sts, rs, service("db", { app: "db" }, { clusterIP: "10.0.0.5" }), service("cache", { app: "cache" })]).violations).toEqual([
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [
+        sts,
+        rs,
+        service("db", { app: "db" }, { clusterIP: "10.0.0.5" }),
+        service("cache", { app: "cache" }),
+      ]).violations,
+    ).toEqual([
       "Service default/db selects the pods of StatefulSet default/db (2 replicas) but is not headless (clusterIP: 10.0.0.5); set spec.clusterIP: None so every pod is reachable and balanced.",
       "Service default/cache selects the pods of ReplicaSet default/cache (4 replicas) but is not headless (clusterIP: assigned by the cluster); set spec.clusterIP: None so every pod is reachable and balanced.",
     ]);
@@ -83,37 +134,70 @@ describe("multi-replica-workloads-headless", () => {
   });
 
   it("treats a cluster IP unknown during preview as not headless (the cluster assigns it)", () => {
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app, { clusterIP: UNKNOWN })]).violations).toHaveLength(1);
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [
+        deployment("batch", 3, app),
+        service("batch", app, { clusterIP: UNKNOWN }),
+      ]).violations,
+    ).toHaveLength(1);
   });
 
   it("skips a Service whose selector is unknown during preview with a note, and still checks the others", () => {
-    const out = runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), deployment("web", 2, { app: "web" }), service("batch", UNKNOWN), service("web", { app: "web" })]);
+    const out = runStack(multiReplicaWorkloadsHeadless, [
+      deployment("batch", 3, app),
+      deployment("web", 2, { app: "web" }),
+      service("batch", UNKNOWN),
+      service("web", { app: "web" }),
+    ]);
     expect(out.violations.map((v) => v.slice(0, 20))).toEqual(["Service default/web "]);
-    expect(out.note).toMatch(/can't run policy multi-replica-workloads-headless during preview: .*\.spec\.selector can't be known during preview/);
+    expect(out.note).toMatch(
+      /can't run policy multi-replica-workloads-headless during preview: .*\.spec\.selector can't be known during preview/,
+    );
   });
 
   it("leaves an exempted Service alone", () => {
     const exemptions = [{ kind: "Service", name: "batch", reason: "legacy clients pin the ClusterIP until Q3" }];
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app)], exemptions)).toEqual({ violations: [] });
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app)], exemptions),
+    ).toEqual({ violations: [] });
   });
 
   it("ignores an exemption without a reason", () => {
     const exemptions = [{ kind: "Service", name: "batch", reason: " " }];
-    expect(runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app)], exemptions).violations).toHaveLength(1);
+    expect(
+      runStack(multiReplicaWorkloadsHeadless, [deployment("batch", 3, app), service("batch", app)], exemptions)
+        .violations,
+    ).toHaveLength(1);
   });
 });
 
 describe("gateway-upstreams-headless-443", () => {
   const config = eachTest(() => stackConfig("dev"));
-  const xds = eachTest((): Obj => ({ type: K("ConfigMap"), name: "gateway-xds", props: { metadata: { name: "gateway-xds", namespace: "default" }, data: renderGateway(config(), buildRoutingTable(config()), "gateway").xds } }));
+  const xds = eachTest((): Obj => ({
+    type: K("ConfigMap"),
+    name: "gateway-xds",
+    props: {
+      metadata: { name: "gateway-xds", namespace: "default" },
+      data: renderGateway(config(), buildRoutingTable(config()), "gateway").xds,
+    },
+  }));
   const headless = (name: string) => service(name, { "app.kubernetes.io/name": name }, { clusterIP: "None" });
 
   it("passes when every declared upstream is headless on 443", () => {
-    expect(runStack(gatewayUpstreamsHeadlessOn443, [xds(), ...config().services.map((s) => headless(s.name))])).toEqual({ violations: [] });
+    expect(runStack(gatewayUpstreamsHeadlessOn443, [xds(), ...config().services.map((s) => headless(s.name))])).toEqual(
+      { violations: [] },
+    );
   });
 
   it("names the Service and the cluster that routes to it when it is not headless or maps 443 elsewhere", () => {
-    const bad = [xds(), ...config().services.filter((s) => !["batch", "auth"].includes(s.name)).map((s) => headless(s.name)), service("batch", { app: "batch" }), service("auth", { app: "auth" }, { clusterIP: "None", ports: [{ port: 443, targetPort: 8443 }] })];
+    const bad = [
+      xds(),
+      ...config()
+        .services.filter((s) => !["batch", "auth"].includes(s.name))
+        .map((s) => headless(s.name)),
+      service("batch", { app: "batch" }),
+      service("auth", { app: "auth" }, { clusterIP: "None", ports: [{ port: 443, targetPort: 8443 }] }),
+    ];
     expect(runStack(gatewayUpstreamsHeadlessOn443, bad).violations).toEqual([
       "Service default/auth, upstream of cluster default_auth in ConfigMap default/gateway-xds, maps port 443 to 8443 on the pods, not 443.",
       "Service default/batch, upstream of cluster default_batch in ConfigMap default/gateway-xds, is not headless (set spec.clusterIP: None).",
@@ -126,24 +210,38 @@ describe("gateway-upstreams-headless-443", () => {
 });
 
 describe("xds-configmaps-valid", () => {
-  const files = eachTest(() => { const config = stackConfig("prod"); return renderGateway(config, buildRoutingTable(config, { "pr-3": ["batch"] }), "gateway"); });
-  const cm = (data: Record<string, string>): Obj => ({ type: K("ConfigMap"), name: "gateway-xds", props: { metadata: { name: "gateway-xds", namespace: "default" }, data } });
+  const files = eachTest(() => {
+    const config = stackConfig("prod");
+    return renderGateway(config, buildRoutingTable(config, { "pr-3": ["batch"] }), "gateway");
+  });
+  const cm = (data: Record<string, string>): Obj => ({
+    type: K("ConfigMap"),
+    name: "gateway-xds",
+    props: { metadata: { name: "gateway-xds", namespace: "default" }, data },
+  });
 
   it("passes the documents the routing core renders", () => {
     expect(runResource(xdsConfigMapsValid, cm(files().xds))).toEqual({ violations: [] });
   });
 
   it("rejects a route to a cluster that is not in cds.yaml, and a field Envoy does not know", () => {
-    const cds = files().xds["cds.yaml"]!.replace('"name":"pr-3_batch"', '"name":"pr-3_batch-old"').replace('"connect_timeout":', '"conect_timeout":');
+    const cds = files()
+      .xds["cds.yaml"]!.replace('"name":"pr-3_batch"', '"name":"pr-3_batch-old"')
+      .replace('"connect_timeout":', '"conect_timeout":');
     const out = runResource(xdsConfigMapsValid, cm({ ...files().xds, "cds.yaml": cds }));
     expect(out.violations).toHaveLength(1);
     expect(out.violations[0]).toMatch(/^\d+ problems Envoy would reject:/);
-    expect(out.violations[0]).toContain('ConfigMap default/gateway-xds/cds.yaml cluster "default_www" (resources[0]): conect_timeout: unknown field');
+    expect(out.violations[0]).toContain(
+      'ConfigMap default/gateway-xds/cds.yaml cluster "default_www" (resources[0]): conect_timeout: unknown field',
+    );
     expect(out.violations[0]).toMatch(/route\.cluster: cluster "pr-3_batch" does not exist/);
   });
 
   it("rejects a file that is not YAML Envoy can read", () => {
-    expect(runResource(xdsConfigMapsValid, cm({ "cds.yaml": "resources: [", "rds.yaml": files().xds["rds.yaml"]! })).violations[0]).toMatch(/cds\.yaml: cannot be read as Envoy reads it/);
+    expect(
+      runResource(xdsConfigMapsValid, cm({ "cds.yaml": "resources: [", "rds.yaml": files().xds["rds.yaml"]! }))
+        .violations[0],
+    ).toMatch(/cds\.yaml: cannot be read as Envoy reads it/);
   });
 
   it("ignores other ConfigMaps", () => {
@@ -152,7 +250,13 @@ describe("xds-configmaps-valid", () => {
 });
 
 describe("envoy-image-pinned", () => {
-  const gw = (image: string) => ({ ...deployment("gateway", 2, { app: "gateway" }), props: { metadata: { name: "gateway", namespace: "default" }, spec: { template: { metadata: { labels: {} }, spec: { containers: [{ name: "envoy", image }] } } } } });
+  const gw = (image: string) => ({
+    ...deployment("gateway", 2, { app: "gateway" }),
+    props: {
+      metadata: { name: "gateway", namespace: "default" },
+      spec: { template: { metadata: { labels: {} }, spec: { containers: [{ name: "envoy", image }] } } },
+    },
+  });
   it("flags latest and untagged Envoy images", () => {
     expect(runResource(envoyImagePinned, gw("envoyproxy/envoy:latest")).violations).toEqual([
       "Deployment default/gateway container envoy runs envoyproxy/envoy:latest: pin Envoy to a version tag (envoyproxy/envoy:v1.40.0) or a digest (@sha256:...).",
@@ -166,12 +270,20 @@ describe("envoy-image-pinned", () => {
   });
   it("is advisory by default and mandatory with the production config", () => {
     expect(envoyImagePinned.enforcementLevel).toBe("advisory");
-    expect(JSON.parse(readFileSync(join(ROOT, "policy", "prod.json"), "utf8"))["envoy-image-pinned"]).toEqual({ enforcementLevel: "mandatory" });
+    expect(JSON.parse(readFileSync(join(ROOT, "policy", "prod.json"), "utf8"))["envoy-image-pinned"]).toEqual({
+      enforcementLevel: "mandatory",
+    });
   });
 });
 
 describe("service-images-pinned", () => {
-  const svc = (image: string) => ({ ...deployment("batch", 2, { app: "batch" }), props: { metadata: { name: "batch", namespace: "default" }, spec: { template: { metadata: { labels: {} }, spec: { containers: [{ name: "batch", image }] } } } } });
+  const svc = (image: string) => ({
+    ...deployment("batch", 2, { app: "batch" }),
+    props: {
+      metadata: { name: "batch", namespace: "default" },
+      spec: { template: { metadata: { labels: {} }, spec: { containers: [{ name: "batch", image }] } } },
+    },
+  });
   it("flags a service image that is latest, untagged or tagged with a word", () => {
     expect(runResource(serviceImagesPinned, svc("team/batch:latest")).violations).toEqual([
       "Deployment default/batch container batch runs team/batch:latest: pin it to a version tag (team/app:1.2.3) or a digest (@sha256:...).",
@@ -186,7 +298,9 @@ describe("service-images-pinned", () => {
   });
   it("is advisory by default and mandatory with the production config", () => {
     expect(serviceImagesPinned.enforcementLevel).toBe("advisory");
-    expect(JSON.parse(readFileSync(join(ROOT, "policy", "prod.json"), "utf8"))["service-images-pinned"]).toEqual({ enforcementLevel: "mandatory" });
+    expect(JSON.parse(readFileSync(join(ROOT, "policy", "prod.json"), "utf8"))["service-images-pinned"]).toEqual({
+      enforcementLevel: "mandatory",
+    });
   });
 });
 
@@ -206,7 +320,11 @@ describe("gateway-pods-hardened", () => {
               {
                 name: "envoy",
                 image: "envoyproxy/envoy:v1.40.0",
-                securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+                securityContext: {
+                  readOnlyRootFilesystem: true,
+                  allowPrivilegeEscalation: false,
+                  capabilities: { drop: ["ALL"] },
+                },
                 resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
               },
             ],
@@ -236,7 +354,11 @@ describe("gateway-pods-hardened", () => {
     d.props.spec.template.metadata.labels = {} as any;
     d.props.spec.template.spec.securityContext = {} as any;
     expect(runResource(gatewayPodsHardened, d).violations).toHaveLength(1);
-    expect(runResource(gatewayPodsHardened, d, [{ kind: "Deployment", name: "gateway", reason: "debug build for an incident" }])).toEqual({ violations: [] });
+    expect(
+      runResource(gatewayPodsHardened, d, [
+        { kind: "Deployment", name: "gateway", reason: "debug build for an incident" },
+      ]),
+    ).toEqual({ violations: [] });
     expect(runResource(gatewayPodsHardened, deployment("batch", 3, { app: "batch" }))).toEqual({ violations: [] });
   });
 });
@@ -247,10 +369,19 @@ describe("gateway-disruption-budget", () => {
     d.props.spec.template.spec.containers[0].image = "envoyproxy/envoy:v1.40.0";
     return d;
   };
-  const pdb: Obj = { type: K("PodDisruptionBudget", "policy/v1"), name: "gateway", props: { metadata: { name: "gateway" }, spec: { maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": "gateway" } } } } };
+  const pdb: Obj = {
+    type: K("PodDisruptionBudget", "policy/v1"),
+    name: "gateway",
+    props: {
+      metadata: { name: "gateway" },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": "gateway" } } },
+    },
+  };
 
   it("requires a PodDisruptionBudget for a multi-replica gateway", () => {
-    expect(runStack(gatewayDisruptionBudget, [envoy(3)]).violations).toEqual(["Gateway Deployment default/gateway (3 replicas) has no PodDisruptionBudget selecting its pods."]);
+    expect(runStack(gatewayDisruptionBudget, [envoy(3)]).violations).toEqual([
+      "Gateway Deployment default/gateway (3 replicas) has no PodDisruptionBudget selecting its pods.",
+    ]);
     expect(runStack(gatewayDisruptionBudget, [envoy(3), pdb])).toEqual({ violations: [] });
     expect(runStack(gatewayDisruptionBudget, [envoy(1)])).toEqual({ violations: [] });
   });

@@ -2,7 +2,12 @@
 // behind the engine's unknown-checking proxy, config with the schema's
 // defaults, violations collected through reportViolation, and an unknown
 // value turned into the engine's "can't run during preview" note.
-import type { PolicyResource, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import type {
+  PolicyResource,
+  ResourceValidationArgs,
+  ResourceValidationPolicy,
+  StackValidationPolicy,
+} from "@pulumi/policy";
 import type { Exemption } from "../../policy/policies.js";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
@@ -24,15 +29,34 @@ export interface Outcome {
 }
 
 export function asEngine(o: Obj): PolicyResource {
-  const resource = { type: o.type, name: o.name, urn: `urn:pulumi:test::envoy-gateways::${o.type}::${o.name}`, props: proxy.unknownCheckingProxy(structuredClone(o.props)), opts: {}, dependencies: [], propertyDependencies: {} };
+  const resource = {
+    type: o.type,
+    name: o.name,
+    urn: `urn:pulumi:test::envoy-gateways::${o.type}::${o.name}`,
+    props: proxy.unknownCheckingProxy(structuredClone(o.props)),
+    opts: {},
+    dependencies: [],
+    propertyDependencies: {},
+  };
   return { ...resource, isType: () => false, asType: () => undefined } as unknown as PolicyResource;
 }
 
 export function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions: Exemption[] = []): Outcome {
   const out: Outcome = { violations: [] };
   try {
-    const result = policy.validateStack({ resources: objs.map(asEngine), getConfig: <T>() => ({ exemptions }) as T, stackTags: new Map(), notApplicable: () => { throw new Error("not applicable"); } }, (message) => out.violations.push(message));
-    if (result instanceof Promise) throw new Error(`policy ${policy.name} is asynchronous: this helper runs synchronous policies only`);
+    const result = policy.validateStack(
+      {
+        resources: objs.map(asEngine),
+        getConfig: <T>() => ({ exemptions }) as T,
+        stackTags: new Map(),
+        notApplicable: () => {
+          throw new Error("not applicable");
+        },
+      },
+      (message) => out.violations.push(message),
+    );
+    if (result instanceof Promise)
+      throw new Error(`policy ${policy.name} is asynchronous: this helper runs synchronous policies only`);
   } catch (e) {
     if (!(e instanceof proxy.UnknownValueError)) throw e;
     out.note = `can't run policy ${policy.name} during preview: ${e.message}`;
@@ -43,12 +67,24 @@ export function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions:
 export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions: Exemption[] = []): Outcome {
   const out: Outcome = { violations: [] };
   const r = asEngine(o);
-  const args = { type: o.type, props: r.props, urn: r.urn, name: o.name, opts: {} as any, stackTags: new Map(), getConfig: <T>() => ({ exemptions }) as T, notApplicable: () => { throw new Error("not applicable"); } } as unknown as ResourceValidationArgs;
+  const args = {
+    type: o.type,
+    props: r.props,
+    urn: r.urn,
+    name: o.name,
+    opts: {} as any,
+    stackTags: new Map(),
+    getConfig: <T>() => ({ exemptions }) as T,
+    notApplicable: () => {
+      throw new Error("not applicable");
+    },
+  } as unknown as ResourceValidationArgs;
   const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
   try {
     for (const v of validations) {
       const result = v(args, (message) => out.violations.push(message));
-      if (result instanceof Promise) throw new Error(`policy ${policy.name} is asynchronous: this helper runs synchronous policies only`);
+      if (result instanceof Promise)
+        throw new Error(`policy ${policy.name} is asynchronous: this helper runs synchronous policies only`);
     }
   } catch (e) {
     if (!(e instanceof proxy.UnknownValueError)) throw e;
@@ -56,4 +92,3 @@ export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions
   }
   return out;
 }
-

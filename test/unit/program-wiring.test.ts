@@ -18,15 +18,31 @@ const ROUTES = "pulumi-nodejs:dynamic/envoy-gateways:Routes";
 
 describe("the program's wiring", () => {
   it("creates each routes resource after its gateway's xDS ConfigMap, and has the engine keep its kubeconfig secret", async () => {
-    const { result, options, resources } = await stack({ ...minimalRaw(), kubeconfig: "apiVersion: v1\nkind: Config\n" }, { "pr-5": ["batch"] });
-    expect(resources.filter((r) => r.type === ROUTES).map((r) => r.name).sort()).toEqual(["gateway-routes", "internal-gateway-routes"]);
+    const { result, options, resources } = await stack(
+      { ...minimalRaw(), kubeconfig: "apiVersion: v1\nkind: Config\n" },
+      { "pr-5": ["batch"] },
+    );
+    expect(
+      resources
+        .filter((r) => r.type === ROUTES)
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(["gateway-routes", "internal-gateway-routes"]);
     for (const gateway of ["gateway", "internal-gateway"] as const) {
       const opts = optionsOf(options, ROUTES, `${gateway}-routes`);
       expect(opts.additionalSecretOutputs).toEqual(["kubeconfig"]);
       expect(opts.dependsOn).toEqual([result.gatewayResources[gateway].xdsConfigMap]);
       const inputs = resources.find((r) => r.name === `${gateway}-routes`)!.inputs;
-      expect(inputs).toMatchObject({ gateway, namespace: "default", configMap: `${gateway}-xds`, devNamespaces: { "pr-5": ["batch"] } });
-      expect(inputs.kubeconfig).toEqual({ [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig, value: "apiVersion: v1\nkind: Config\n" });
+      expect(inputs).toMatchObject({
+        gateway,
+        namespace: "default",
+        configMap: `${gateway}-xds`,
+        devNamespaces: { "pr-5": ["batch"] },
+      });
+      expect(inputs.kubeconfig).toEqual({
+        [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig,
+        value: "apiVersion: v1\nkind: Config\n",
+      });
     }
   });
 
@@ -34,25 +50,63 @@ describe("the program's wiring", () => {
     const { result, options } = await stack(minimalRaw());
     const provider = optionsOf(options, "pulumi:providers:kubernetes", "kubernetes");
     expect(provider).toBeDefined();
-    for (const [type, name] of [["envoy-gateways:gateway:EnvoyGateway", "gateway"], ["envoy-gateways:gateway:EnvoyGateway", "internal-gateway"], ["envoy-gateways:service:HeadlessService", "www"], ["envoy-gateways:rbac:RouteSyncAccess", "route-sync"]] as const) {
+    for (const [type, name] of [
+      ["envoy-gateways:gateway:EnvoyGateway", "gateway"],
+      ["envoy-gateways:gateway:EnvoyGateway", "internal-gateway"],
+      ["envoy-gateways:service:HeadlessService", "www"],
+      ["envoy-gateways:rbac:RouteSyncAccess", "route-sync"],
+    ] as const) {
       expect(optionsOf(options, type, name).provider, name).toBeInstanceOf(pulumi.ProviderResource);
     }
-    for (const gateway of ["gateway", "internal-gateway"]) expect(optionsOf(options, "envoy-gateways:gateway:EnvoyGateway", gateway).dependsOn).toEqual(result.services);
+    for (const gateway of ["gateway", "internal-gateway"])
+      expect(optionsOf(options, "envoy-gateways:gateway:EnvoyGateway", gateway).dependsOn).toEqual(result.services);
     expect(result.services.map((s) => s.service)).toHaveLength(3);
   });
 
   it("gives each version of a production service its own headless Service, weighted by the shift now, without declaring the image's pods", async () => {
-    let raw = withValue(minimalRaw(), "services", [{ name: "web", replicas: 4, websocket: true, image: "team/web:1.0.0", versions: ["blue", "green"] }, { name: "api", replicas: 2, image: "team/api:2.0.0" }]);
-    raw = withValue(raw, "shifts", [{ service: "web", from: "blue", to: "green", policy: "linear", start: SHIFT_START.toISOString(), duration: "100m" }]);
+    let raw = withValue(minimalRaw(), "services", [
+      { name: "web", replicas: 4, websocket: true, image: "team/web:1.0.0", versions: ["blue", "green"] },
+      { name: "api", replicas: 2, image: "team/api:2.0.0" },
+    ]);
+    raw = withValue(raw, "shifts", [
+      {
+        service: "web",
+        from: "blue",
+        to: "green",
+        policy: "linear",
+        start: SHIFT_START.toISOString(),
+        duration: "100m",
+      },
+    ]);
     const { resources, result } = await stack(raw, {}, minutesIntoShift(40));
     const labels = (name: string) => named(resources, "core/v1:Service", name).inputs.metadata.labels;
-    expect(of(resources, "core/v1:Service").filter((s) => s.inputs.metadata.labels["app.kubernetes.io/component"] === "routed-service").map((s) => s.inputs.metadata.name).sort()).toEqual(["api", "web-blue", "web-green"]);
-    expect(labels("web-blue")).toMatchObject({ "envoy-gateways.io/service": "web", "envoy-gateways.io/version": "blue", "envoy-gateways.io/weight": "60", "envoy-gateways.io/replicas": "4", "envoy-gateways.io/protocol": "websocket" });
-    expect(labels("web-green")).toMatchObject({ "envoy-gateways.io/version": "green", "envoy-gateways.io/weight": "40" });
+    expect(
+      of(resources, "core/v1:Service")
+        .filter((s) => s.inputs.metadata.labels["app.kubernetes.io/component"] === "routed-service")
+        .map((s) => s.inputs.metadata.name)
+        .sort(),
+    ).toEqual(["api", "web-blue", "web-green"]);
+    expect(labels("web-blue")).toMatchObject({
+      "envoy-gateways.io/service": "web",
+      "envoy-gateways.io/version": "blue",
+      "envoy-gateways.io/weight": "60",
+      "envoy-gateways.io/replicas": "4",
+      "envoy-gateways.io/protocol": "websocket",
+    });
+    expect(labels("web-green")).toMatchObject({
+      "envoy-gateways.io/version": "green",
+      "envoy-gateways.io/weight": "40",
+    });
     expect(labels("api")).not.toHaveProperty(["envoy-gateways.io/version"]);
-    expect(of(resources, "apps/v1:Deployment").map((d) => d.inputs.metadata.name).sort()).toEqual(["api", "gateway", "internal-gateway"]);
+    expect(
+      of(resources, "apps/v1:Deployment")
+        .map((d) => d.inputs.metadata.name)
+        .sort(),
+    ).toEqual(["api", "gateway", "internal-gateway"]);
     expect(named(resources, "apps/v1:Deployment", "api").inputs.spec.replicas).toBe(2);
-    expect(result.routes.gateway).toContain("https://web.example.org/ -> web-blue.default.svc.cluster.local:443 (default_web_blue, 60%) + web-green.default.svc.cluster.local:443 (default_web_green, 40%)");
+    expect(result.routes.gateway).toContain(
+      "https://web.example.org/ -> web-blue.default.svc.cluster.local:443 (default_web_blue, 60%) + web-green.default.svc.cluster.local:443 (default_web_green, 40%)",
+    );
   });
 
   it("starts the xDS ConfigMaps with the production routes and lists the discovered dev/PR routes too in the outputs", async () => {
@@ -66,22 +120,34 @@ describe("the program's wiring", () => {
       "https://notebook.example.org/ -> notebook.apps.svc.cluster.local:443 (apps_notebook)",
       "https://internal.example.org/pr-5/batch -> batch.pr-5.svc.cluster.local:443 (pr-5_batch)",
     ]);
-    expect(result.routes["internal-gateway"]).toContain("https://internal.example.internal/pr-5/batch -> batch.pr-5.svc.cluster.local:443 (pr-5_batch)");
+    expect(result.routes["internal-gateway"]).toContain(
+      "https://internal.example.internal/pr-5/batch -> batch.pr-5.svc.cluster.local:443 (pr-5_batch)",
+    );
     expect(result.gateways.gateway.service).toBe("apps/gateway");
     expect(result.gateways["internal-gateway"].service).toBe("apps/internal-gateway");
-    expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.metadata.namespace).toBe("apps");
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.metadata
+        .namespace,
+    ).toBe("apps");
   });
 
   it("drains the gateways for the stack's edge.drainSeconds", async () => {
     const { resources } = await stack(withValue(minimalRaw(), "edge", { drainSeconds: 50 }));
-    for (const gateway of ["gateway", "internal-gateway"]) expect(named(resources, "apps/v1:Deployment", gateway).inputs.spec.template.spec.terminationGracePeriodSeconds).toBe(65);
+    for (const gateway of ["gateway", "internal-gateway"])
+      expect(
+        named(resources, "apps/v1:Deployment", gateway).inputs.spec.template.spec.terminationGracePeriodSeconds,
+      ).toBe(65);
   });
 
   it("in render mode declares no routes resources (there is no cluster to write to)", async () => {
     const { resources } = await stack(withValue(minimalRaw(), "renderYamlToDirectory", "out/manifests"));
     expect(resources.filter((r) => r.type === ROUTES)).toEqual([]);
     // The gateways' ConfigMaps only (the bootstrap's name ends with its content's checksum).
-    expect(of(resources, "core/v1:ConfigMap").map((c) => (c.inputs.metadata.name as string).replace(/-[0-9a-f]{10}$/, "-<checksum>")).sort()).toEqual([
+    expect(
+      of(resources, "core/v1:ConfigMap")
+        .map((c) => (c.inputs.metadata.name as string).replace(/-[0-9a-f]{10}$/, "-<checksum>"))
+        .sort(),
+    ).toEqual([
       "gateway-bootstrap-<checksum>",
       "gateway-xds",
       "internal-gateway-bootstrap-<checksum>",
@@ -117,7 +183,18 @@ describe("the program's wiring", () => {
       "stack wiring config: 1 problem\n  - envoy-gateways:kubeconfig: is plain text in the stack's config; set it as a secret: pulumi config set --secret envoy-gateways:kubeconfig (value not shown)",
     );
     // Secrets of other namespaces (a provider's) are not the program's concern.
-    pulumi.runtime.setAllConfig({ ...Object.fromEntries(Object.entries(minimalRaw()).map(([k, v]) => [`envoy-gateways:${k}`, typeof v === "string" ? v : JSON.stringify(v)])), "kubernetes:kubeconfig": "x" }, ["kubernetes:kubeconfig"]);
+    pulumi.runtime.setAllConfig(
+      {
+        ...Object.fromEntries(
+          Object.entries(minimalRaw()).map(([k, v]) => [
+            `envoy-gateways:${k}`,
+            typeof v === "string" ? v : JSON.stringify(v),
+          ]),
+        ),
+        "kubernetes:kubeconfig": "x",
+      },
+      ["kubernetes:kubeconfig"],
+    );
     expect(loadStackConfig()).toEqual({ config: expect.objectContaining({ domain: "example.org" }) });
   });
 });

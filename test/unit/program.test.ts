@@ -53,7 +53,8 @@ async function run(raw: Record<string, unknown>) {
 }
 
 const of = (rs: Declared[], type: string) => rs.filter((r) => r.type === `kubernetes:${type}`);
-const named = (rs: Declared[], type: string, name: string) => of(rs, type).find((r) => r.inputs.metadata?.name === name)!;
+const named = (rs: Declared[], type: string, name: string) =>
+  of(rs, type).find((r) => r.inputs.metadata?.name === name)!;
 const promise = <T>(o: pulumi.Output<T>) => new Promise<T>((resolve) => o.apply(resolve));
 
 describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
@@ -66,7 +67,9 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
   });
 
   it("declares a headless Service on 443 with the routing labels for every routed service, and no other kind", () => {
-    const routed = of(resources, "core/v1:Service").filter((s) => s.inputs.metadata.labels["app.kubernetes.io/component"] === "routed-service");
+    const routed = of(resources, "core/v1:Service").filter(
+      (s) => s.inputs.metadata.labels["app.kubernetes.io/component"] === "routed-service",
+    );
     expect(routed.map((s) => s.inputs.metadata.name).sort()).toEqual(config.services.map((s) => s.name).sort());
     for (const s of routed) {
       expect(s.inputs.spec.clusterIP).toBe("None");
@@ -105,14 +108,23 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
       expect(c.lifecycle.preStop.exec.command.join(" ")).toContain("drain_listeners?graceful");
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(config.edge.drainSeconds);
       expect(d.inputs.spec.strategy.rollingUpdate).toEqual({ maxUnavailable: 0, maxSurge: 1 });
-      expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe("kubernetes.io/hostname");
-      expect(d.inputs.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9102", "prometheus.io/path": "/stats/prometheus" });
+      expect(
+        pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey,
+      ).toBe("kubernetes.io/hostname");
+      expect(d.inputs.spec.template.metadata.annotations).toMatchObject({
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9102",
+        "prometheus.io/path": "/stats/prometheus",
+      });
     }
   });
 
   it("gives each gateway a PodDisruptionBudget and an autoscaler from its replicas", () => {
     for (const gateway of ["gateway", "internal-gateway"] as const) {
-      expect(named(resources, "policy/v1:PodDisruptionBudget", gateway).inputs.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": gateway, "app.kubernetes.io/component": "gateway" } } });
+      expect(named(resources, "policy/v1:PodDisruptionBudget", gateway).inputs.spec).toEqual({
+        maxUnavailable: 1,
+        selector: { matchLabels: { "app.kubernetes.io/name": gateway, "app.kubernetes.io/component": "gateway" } },
+      });
       const hpa = named(resources, "autoscaling/v2:HorizontalPodAutoscaler", gateway).inputs.spec;
       expect(hpa.minReplicas).toBe(config.gateways[gateway].replicas);
       expect(hpa.maxReplicas).toBe(config.gateways[gateway].maxReplicas ?? config.gateways[gateway].replicas * 3);
@@ -124,7 +136,9 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
     const files = renderGateways(config, buildRoutingTable(config));
     for (const f of files) {
       expect(named(resources, "core/v1:ConfigMap", `${f.gateway}-xds`).inputs.data).toEqual(f.xds);
-      expect(named(resources, "core/v1:ConfigMap", bootstrapConfigMapName(f.gateway, f)).inputs.data).toEqual(f.bootstrap);
+      expect(named(resources, "core/v1:ConfigMap", bootstrapConfigMapName(f.gateway, f)).inputs.data).toEqual(
+        f.bootstrap,
+      );
     }
   });
 
@@ -148,15 +162,24 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
         publishNotReadyAddresses: false,
         ports: [{ name: "https", port: 443, targetPort: "https", protocol: "TCP" }],
       });
-      const bootstrap = of(resources, "core/v1:ConfigMap").find((c) => (c.inputs.metadata.name as string).startsWith(`${gateway}-bootstrap-`))!.inputs.data["envoy.yaml"] as string;
+      const bootstrap = of(resources, "core/v1:ConfigMap").find((c) =>
+        (c.inputs.metadata.name as string).startsWith(`${gateway}-bootstrap-`),
+      )!.inputs.data["envoy.yaml"] as string;
       expect(bootstrap).toContain(`address: "${gateway}-pods.${config.namespace}.svc.${config.clusterDomain}"`);
     }
   });
 
   it("passes every policy of the pack (a gateway Service is an entry point; every routed Service is headless)", () => {
-    const objs: Obj[] = resources.filter((r) => r.type.startsWith("kubernetes:")).map((r) => ({ type: r.type, name: r.name, props: r.inputs }));
+    const objs: Obj[] = resources
+      .filter((r) => r.type.startsWith("kubernetes:"))
+      .map((r) => ({ type: r.type, name: r.name, props: r.inputs }));
     for (const policy of policies) {
-      const outcome = "validateStack" in policy ? runStack(policy, objs) : objs.map((o) => runResource(policy, o)).reduce((a, b) => ({ violations: [...a.violations, ...b.violations] }), { violations: [] as string[] });
+      const outcome =
+        "validateStack" in policy
+          ? runStack(policy, objs)
+          : objs
+              .map((o) => runResource(policy, o))
+              .reduce((a, b) => ({ violations: [...a.violations, ...b.violations] }), { violations: [] as string[] });
       expect(outcome.violations, policy.name).toEqual([]);
     }
   });
@@ -170,7 +193,8 @@ describe("routes and route-sync access", () => {
   it("gives each gateway a routes resource owning its xDS ConfigMap, given the facts: routing config and the discovered dev/PR namespaces", async () => {
     declared = [];
     const all: Record<string, string> = {};
-    for (const [k, v] of Object.entries(rawStack("dev"))) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+    for (const [k, v] of Object.entries(rawStack("dev")))
+      all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
     pulumi.runtime.setAllConfig(all, []);
     const { declareStack, loadStackConfig } = await import("../../program/stack.js");
     const discovered = { "pr-5": ["batch"] };
@@ -203,22 +227,45 @@ describe("routes and route-sync access", () => {
   });
 
   it("refuses a kubeconfig set in plain text, without showing it", async () => {
-    pulumi.runtime.setAllConfig({ ...Object.fromEntries(Object.entries(rawStack("dev")).map(([k, v]) => [`envoy-gateways:${k}`, typeof v === "string" ? v : JSON.stringify(v)])), "envoy-gateways:kubeconfig": "token: s3cr3t-t0ken" }, []);
+    pulumi.runtime.setAllConfig(
+      {
+        ...Object.fromEntries(
+          Object.entries(rawStack("dev")).map(([k, v]) => [
+            `envoy-gateways:${k}`,
+            typeof v === "string" ? v : JSON.stringify(v),
+          ]),
+        ),
+        "envoy-gateways:kubeconfig": "token: s3cr3t-t0ken",
+      },
+      [],
+    );
     const { loadStackConfig } = await import("../../program/stack.js");
-    expect(() => loadStackConfig()).toThrow(/envoy-gateways:kubeconfig: is plain text in the stack's config; set it as a secret/);
+    expect(() => loadStackConfig()).toThrow(
+      /envoy-gateways:kubeconfig: is plain text in the stack's config; set it as a secret/,
+    );
     expect(() => loadStackConfig()).not.toThrow(/s3cr3t/);
   });
 
   it("declares least-privilege RBAC for the route-sync identity", async () => {
     const { resources } = await run(rawStack("dev"));
-    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs.rules).toEqual([
-      { apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] },
-    ]);
-    expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.rules).toEqual([
-      { apiGroups: [""], resources: ["configmaps"], resourceNames: ["gateway-xds", "internal-gateway-xds"], verbs: ["get", "patch"] },
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs.rules,
+    ).toEqual([{ apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] }]);
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.rules,
+    ).toEqual([
+      {
+        apiGroups: [""],
+        resources: ["configmaps"],
+        resourceNames: ["gateway-xds", "internal-gateway-xds"],
+        verbs: ["get", "patch"],
+      },
       { apiGroups: [""], resources: ["pods"], verbs: ["list", "patch"] },
     ]);
-    expect(named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.metadata.namespace).toBe("default");
+    expect(
+      named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.metadata
+        .namespace,
+    ).toBe("default");
   });
 });
 
@@ -226,16 +273,25 @@ describe("the prod stack's Services", () => {
   it("use a static IP on the external gateway and the internal load-balancer annotation on the internal one", async () => {
     const { resources, outputs } = await run(rawStack("prod"));
     expect(named(resources, "core/v1:Service", "gateway").inputs.spec.loadBalancerIP).toBe("35.188.91.25");
-    expect(named(resources, "core/v1:Service", "internal-gateway").inputs.metadata.annotations).toEqual({ "networking.gke.io/load-balancer-type": "Internal" });
+    expect(named(resources, "core/v1:Service", "internal-gateway").inputs.metadata.annotations).toEqual({
+      "networking.gke.io/load-balancer-type": "Internal",
+    });
     expect(await promise(outputs.gateways.gateway.address)).toBe("35.188.91.25");
-    expect(outputs.routes.gateway).toContain("https://batch.hail.is/ -> batch.default.svc.cluster.local:443 (default_batch)");
+    expect(outputs.routes.gateway).toContain(
+      "https://batch.hail.is/ -> batch.default.svc.cluster.local:443 (default_batch)",
+    );
     expect(outputs.routes.gateway).toContain("https://hail.is/ -> www.default.svc.cluster.local:443 (default_www)");
-    expect(outputs.routes["internal-gateway"]).toContain("https://batch.hail/ -> batch.default.svc.cluster.local:443 (default_batch)");
+    expect(outputs.routes["internal-gateway"]).toContain(
+      "https://batch.hail/ -> batch.default.svc.cluster.local:443 (default_batch)",
+    );
   });
 });
 
 describe("rolling", () => {
-  const checksum = (rs: Declared[]) => named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.metadata.annotations["envoy-gateways.io/bootstrap-checksum"];
+  const checksum = (rs: Declared[]) =>
+    named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.metadata.annotations[
+      "envoy-gateways.io/bootstrap-checksum"
+    ];
 
   it("rolls the pods when the bootstrap changes", async () => {
     const before = checksum((await run(rawStack("dev"))).resources);
@@ -244,10 +300,16 @@ describe("rolling", () => {
   });
 
   it("names the bootstrap ConfigMap after its content, so a change creates a new one (the old pods keep theirs) instead of deleting it with the Deployment", async () => {
-    const volume = (rs: Declared[]) => named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.spec.volumes.find((v: { name: string }) => v.name === "bootstrap").configMap.name;
+    const volume = (rs: Declared[]) =>
+      named(rs, "apps/v1:Deployment", "gateway").inputs.spec.template.spec.volumes.find(
+        (v: { name: string }) => v.name === "bootstrap",
+      ).configMap.name;
     const first = (await run(rawStack("dev"))).resources;
     const changed = (await run(withValue(rawStack("dev"), "edge", { idleTimeout: "30m" }))).resources;
-    const bootstraps = (rs: Declared[]) => of(rs, "core/v1:ConfigMap").map((c) => c.inputs.metadata.name as string).filter((n) => n.startsWith("gateway-bootstrap-"));
+    const bootstraps = (rs: Declared[]) =>
+      of(rs, "core/v1:ConfigMap")
+        .map((c) => c.inputs.metadata.name as string)
+        .filter((n) => n.startsWith("gateway-bootstrap-"));
     expect(bootstraps(first)).toEqual([volume(first)]);
     expect(volume(first)).toMatch(/^gateway-bootstrap-[0-9a-f]{10}$/);
     expect(volume(changed)).toMatch(/^gateway-bootstrap-[0-9a-f]{10}$/);
@@ -258,10 +320,15 @@ describe("rolling", () => {
 
   it("does not roll the pods when only routes change (Envoy reloads the xDS files live)", async () => {
     const first = await run(rawStack("dev"));
-    const more = withValue(rawStack("dev"), "services", [...(rawStack("dev").services as object[]), { name: "grafana", replicas: 2 }]);
+    const more = withValue(rawStack("dev"), "services", [
+      ...(rawStack("dev").services as object[]),
+      { name: "grafana", replicas: 2 },
+    ]);
     const second = await run(more);
     expect(checksum(second.resources)).toBe(checksum(first.resources));
-    expect(named(second.resources, "core/v1:ConfigMap", "gateway-xds").inputs.data).not.toEqual(named(first.resources, "core/v1:ConfigMap", "gateway-xds").inputs.data);
+    expect(named(second.resources, "core/v1:ConfigMap", "gateway-xds").inputs.data).not.toEqual(
+      named(first.resources, "core/v1:ConfigMap", "gateway-xds").inputs.data,
+    );
   });
 });
 
@@ -274,7 +341,9 @@ describe("stack options", () => {
   });
 
   it("declares the Deployment of a service with an image, its pods mounting their certificate Secret <service>-tls", async () => {
-    const services = (rawStack("dev").services as { name: string }[]).map((s) => (s.name === "batch" ? { ...s, image: "example/batch:1.2.3" } : s));
+    const services = (rawStack("dev").services as { name: string }[]).map((s) =>
+      s.name === "batch" ? { ...s, image: "example/batch:1.2.3" } : s,
+    );
     const { resources } = await run(withValue(rawStack("dev"), "services", services));
     const deployments = of(resources, "apps/v1:Deployment").map((d) => d.inputs.metadata.name);
     expect(deployments.sort()).toEqual(["batch", "gateway", "internal-gateway"]);
@@ -286,14 +355,19 @@ describe("stack options", () => {
 
   it("renders manifests to a directory instead of applying them when renderYamlToDirectory is set", async () => {
     const { resources } = await run(withValue(rawStack("dev"), "renderYamlToDirectory", "out/manifests"));
-    expect(resources.find((r) => r.type === "pulumi:providers:kubernetes")!.inputs.renderYamlToDirectory).toBe("out/manifests");
+    expect(resources.find((r) => r.type === "pulumi:providers:kubernetes")!.inputs.renderYamlToDirectory).toBe(
+      "out/manifests",
+    );
   });
 
   it("passes the stack's kubeconfig to the provider as a secret", async () => {
     const { resources } = await run(withValue(rawStack("dev"), "kubeconfig", "apiVersion: v1\nkind: Config\n"));
     const provider = resources.find((r) => r.type === "pulumi:providers:kubernetes")!;
     // A secret reaches the engine wrapped with the secret signature: it is stored encrypted.
-    expect(provider.inputs.kubeconfig).toEqual({ [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig, value: "apiVersion: v1\nkind: Config\n" });
+    expect(provider.inputs.kubeconfig).toEqual({
+      [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig,
+      value: "apiVersion: v1\nkind: Config\n",
+    });
   });
 });
 

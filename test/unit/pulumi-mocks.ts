@@ -27,7 +27,9 @@ export async function useMocks(stack = "test"): Promise<void> {
         declared.push({ type: args.type, name: args.name, inputs: args.inputs });
         const state = { ...args.inputs };
         if (args.type === "kubernetes:core/v1:Service" && args.inputs.spec?.type === "LoadBalancer") {
-          const ingress = args.inputs.metadata?.annotations?.["test/ingress-hostname"] ? { hostname: args.inputs.metadata.annotations["test/ingress-hostname"] } : { ip: args.inputs.spec.loadBalancerIP ?? "203.0.113.7" };
+          const ingress = args.inputs.metadata?.annotations?.["test/ingress-hostname"]
+            ? { hostname: args.inputs.metadata.annotations["test/ingress-hostname"] }
+            : { ip: args.inputs.spec.loadBalancerIP ?? "203.0.113.7" };
           state.status = { loadBalancer: { ingress: [ingress] } };
         }
         return { id: `${args.name}-id`, state };
@@ -45,7 +47,9 @@ export async function useMocks(stack = "test"): Promise<void> {
 const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
 
 /** Runs `declare` in a stack of its own: what it declared, with the options of each resource. */
-export async function declaring<T>(declare: () => T): Promise<{ result: T; resources: Declared[]; options: Options[] }> {
+export async function declaring<T>(
+  declare: () => T,
+): Promise<{ result: T; resources: Declared[]; options: Options[] }> {
   declared = [];
   const options: Options[] = [];
   let result: T | undefined;
@@ -61,13 +65,21 @@ export async function declaring<T>(declare: () => T): Promise<{ result: T; resou
 }
 
 /** The engine's config map for raw stack config (objects as JSON text), with the kubeconfig a secret when set. */
-export function setStackConfig(raw: Record<string, unknown>, secrets: string[] = raw.kubeconfig !== undefined ? ["kubeconfig"] : []): void {
+export function setStackConfig(
+  raw: Record<string, unknown>,
+  secrets: string[] = raw.kubeconfig !== undefined ? ["kubeconfig"] : [],
+): void {
   const all: Record<string, string> = {};
   for (const [k, v] of Object.entries(raw)) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
-  pulumi.runtime.setAllConfig(all, secrets.map((k) => `envoy-gateways:${k}`));
+  pulumi.runtime.setAllConfig(
+    all,
+    secrets.map((k) => `envoy-gateways:${k}`),
+  );
 }
 
 export const of = (rs: Declared[], type: string) => rs.filter((r) => r.type === `kubernetes:${type}`);
-export const named = (rs: Declared[], type: string, name: string) => of(rs, type).find((r) => r.inputs.metadata?.name === name)!;
-export const optionsOf = (os: Options[], type: string, name: string) => os.find((o) => o.type === type && o.name === name)!.opts;
+export const named = (rs: Declared[], type: string, name: string) =>
+  of(rs, type).find((r) => r.inputs.metadata?.name === name)!;
+export const optionsOf = (os: Options[], type: string, name: string) =>
+  os.find((o) => o.type === type && o.name === name)!.opts;
 export const value = <T>(o: pulumi.Output<T>) => new Promise<T>((resolve) => o.apply(resolve));

@@ -8,7 +8,14 @@ import { routesProvider } from "../../components/routes.js";
 import type { ConfigMapState } from "../../kube/client.js";
 import * as core from "../../routes-provider/core.js";
 import { SNAPSHOT_ENV, writeSnapshot } from "../../route-sync/snapshot.js";
-import { readRoutes, removeRoutes, renderRoutes, RoutesInputError, writeRoutes, type RoutesFacts } from "../../routes-provider/core.js";
+import {
+  readRoutes,
+  removeRoutes,
+  renderRoutes,
+  RoutesInputError,
+  writeRoutes,
+  type RoutesFacts,
+} from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, ROOT, shiftedService, stackConfig } from "./fixtures.js";
@@ -18,7 +25,12 @@ import { tempDir } from "./temp-dir.js";
 const cluster = vi.hoisted(() => ({
   configMaps: new Map<string, ConfigMapState>(),
   kubeconfigs: [] as (string | undefined)[],
-  applied: [] as { where: string; data: Record<string, string>; resourceVersion: string; annotations: Record<string, string> }[],
+  applied: [] as {
+    where: string;
+    data: Record<string, string>;
+    resourceVersion: string;
+    annotations: Record<string, string>;
+  }[],
   annotated: [] as { namespace: string; selector: string; annotations: Record<string, string> }[],
   annotateFails: undefined as string | undefined,
 }));
@@ -33,12 +45,24 @@ vi.mock("../../kube/client.js", async (importOriginal) => ({
     const cm = cluster.configMaps.get(`${namespace}/${name}`);
     return cm && structuredClone(cm);
   },
-  applyConfigMapData: async (_kc: unknown, namespace: string, name: string, data: Record<string, string>, resourceVersion: string, annotations: Record<string, string>) => {
+  applyConfigMapData: async (
+    _kc: unknown,
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string,
+    annotations: Record<string, string>,
+  ) => {
     const where = `${namespace}/${name}`;
     const cm = cluster.configMaps.get(where)!;
-    if (cm.resourceVersion !== resourceVersion) throw new Error(`writing ConfigMap ${where}: someone else changed it since it was read (409 Conflict)`);
+    if (cm.resourceVersion !== resourceVersion)
+      throw new Error(`writing ConfigMap ${where}: someone else changed it since it was read (409 Conflict)`);
     cluster.applied.push({ where, data, resourceVersion, annotations });
-    cluster.configMaps.set(where, { data: { ...data }, resourceVersion: String(Number(resourceVersion) + 1), annotations: { ...cm.annotations, ...annotations } });
+    cluster.configMaps.set(where, {
+      data: { ...data },
+      resourceVersion: String(Number(resourceVersion) + 1),
+      annotations: { ...cm.annotations, ...annotations },
+    });
     return String(Number(resourceVersion) + 1);
   },
   annotatePods: async (_kc: unknown, namespace: string, selector: string, annotations: Record<string, string>) => {
@@ -51,11 +75,22 @@ vi.mock("../../kube/client.js", async (importOriginal) => ({
 const at = minutesIntoShift(30);
 const dev = { "pr-12": ["batch"], "pr-14": [shiftedService("web")] };
 function facts(change: Partial<RoutesFacts> = {}): RoutesFacts {
-  return { gateway: "gateway", namespace: "default", configMap: "gateway-xds", config: routingConfig(stackConfig("dev")), devNamespaces: dev, ...change };
+  return {
+    gateway: "gateway",
+    namespace: "default",
+    configMap: "gateway-xds",
+    config: routingConfig(stackConfig("dev")),
+    devNamespaces: dev,
+    ...change,
+  };
 }
 /** The xDS ConfigMap as the EnvoyGateway component creates it: production routes only. */
 function created(): ConfigMapState {
-  return { data: renderRoutes(facts({ devNamespaces: {} }), at).files.xds, resourceVersion: "7", annotations: { "kubectl.kubernetes.io/last-applied-configuration": "{}" } };
+  return {
+    data: renderRoutes(facts({ devNamespaces: {} }), at).files.xds,
+    resourceVersion: "7",
+    annotations: { "kubectl.kubernetes.io/last-applied-configuration": "{}" },
+  };
 }
 const DIGEST = "envoy-gateways.io/routes-digest";
 
@@ -76,19 +111,47 @@ describe("create and update", () => {
     const expected = renderRoutes(facts(), at);
     const digest = dataDigest(expected.files.xds);
     const outputs = await writeRoutes(facts({ kubeconfig: "apiVersion: v1" }), at);
-    expect(cluster.applied).toEqual([{ where: "default/gateway-xds", data: expected.files.xds, resourceVersion: "7", annotations: { [DIGEST]: digest } }]);
-    expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).toContain('"path_separated_prefix":"/pr-12/batch"');
-    expect(cluster.annotated).toEqual([{ namespace: "default", selector: "app.kubernetes.io/name=gateway,app.kubernetes.io/component=gateway", annotations: { "envoy-gateways.io/xds-digest": digest } }]);
+    expect(cluster.applied).toEqual([
+      {
+        where: "default/gateway-xds",
+        data: expected.files.xds,
+        resourceVersion: "7",
+        annotations: { [DIGEST]: digest },
+      },
+    ]);
+    expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).toContain(
+      '"path_separated_prefix":"/pr-12/batch"',
+    );
+    expect(cluster.annotated).toEqual([
+      {
+        namespace: "default",
+        selector: "app.kubernetes.io/name=gateway,app.kubernetes.io/component=gateway",
+        annotations: { "envoy-gateways.io/xds-digest": digest },
+      },
+    ]);
     expect(cluster.kubeconfigs).toEqual(["apiVersion: v1"]);
-    expect(outputs).toEqual({ ...facts({ kubeconfig: "apiVersion: v1" }), routes: expected.routes, dataDigest: digest, renderedAt: "2026-11-30T10:30:00.000Z" });
+    expect(outputs).toEqual({
+      ...facts({ kubeconfig: "apiVersion: v1" }),
+      routes: expected.routes,
+      dataDigest: digest,
+      renderedAt: "2026-11-30T10:30:00.000Z",
+    });
   });
 
   it("write the internal gateway's ConfigMap and tell its own pods", async () => {
     cluster.configMaps.set("edge/internal-gateway-xds", created());
     await writeRoutes(facts({ gateway: "internal-gateway", namespace: "edge", configMap: "internal-gateway-xds" }), at);
     expect(cluster.applied.map((a) => a.where)).toEqual(["edge/internal-gateway-xds"]);
-    expect(cluster.configMaps.get("edge/internal-gateway-xds")!.data["rds.yaml"]).toContain('"domains":["internal.dev.hail"]');
-    expect(cluster.annotated).toEqual([{ namespace: "edge", selector: "app.kubernetes.io/name=internal-gateway,app.kubernetes.io/component=gateway", annotations: { "envoy-gateways.io/xds-digest": expect.any(String) } }]);
+    expect(cluster.configMaps.get("edge/internal-gateway-xds")!.data["rds.yaml"]).toContain(
+      '"domains":["internal.dev.hail"]',
+    );
+    expect(cluster.annotated).toEqual([
+      {
+        namespace: "edge",
+        selector: "app.kubernetes.io/name=internal-gateway,app.kubernetes.io/component=gateway",
+        annotations: { "envoy-gateways.io/xds-digest": expect.any(String) },
+      },
+    ]);
   });
 
   it("do not write a ConfigMap that already holds the files (and says so), but still tell the pods", async () => {
@@ -102,14 +165,20 @@ describe("create and update", () => {
     const files = renderRoutes(facts(), at).files.xds;
     cluster.configMaps.set("default/gateway-xds", { data: files, resourceVersion: "8", annotations: {} });
     await writeRoutes(facts(), at);
-    cluster.configMaps.set("default/gateway-xds", { data: created().data, resourceVersion: "9", annotations: { [DIGEST]: dataDigest(files) } });
+    cluster.configMaps.set("default/gateway-xds", {
+      data: created().data,
+      resourceVersion: "9",
+      annotations: { [DIGEST]: dataDigest(files) },
+    });
     await writeRoutes(facts(), at);
     expect(cluster.applied.map((a) => a.resourceVersion)).toEqual(["8", "9"]);
   });
 
   it("refuse to write where the gateway has no ConfigMap, saying what creates it", async () => {
     cluster.configMaps.clear();
-    await expect(writeRoutes(facts(), at)).rejects.toThrow("ConfigMap default/gateway-xds does not exist: the EnvoyGateway component creates it with the production routes; run a full `pulumi up` first");
+    await expect(writeRoutes(facts(), at)).rejects.toThrow(
+      "ConfigMap default/gateway-xds does not exist: the EnvoyGateway component creates it with the production routes; run a full `pulumi up` first",
+    );
     expect(cluster.annotated).toEqual([]);
   });
 
@@ -119,7 +188,8 @@ describe("create and update", () => {
   });
 
   it("say the ConfigMap was written when only telling the pods failed", async () => {
-    cluster.annotateFails = "listing pods labelled app=gateway in default: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)";
+    cluster.annotateFails =
+      "listing pods labelled app=gateway in default: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)";
     await expect(writeRoutes(facts(), at)).rejects.toThrow(
       "wrote ConfigMap default/gateway-xds, but telling the gateway's pods failed (their kubelets project it at their next periodic sync instead): listing pods labelled app=gateway in default: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)",
     );
@@ -152,12 +222,18 @@ describe("create and update", () => {
     const many: Record<string, string[]> = {};
     for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
     const tooBig = renderRoutes(facts({ devNamespaces: many }), at, { validate: false });
-    await expect(writeRoutes(facts({ devNamespaces: many }), at, { rendered: tooBig })).rejects.toThrow(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
+    await expect(writeRoutes(facts({ devNamespaces: many }), at, { rendered: tooBig })).rejects.toThrow(
+      /over the 1,048,576 bytes Kubernetes allows in a ConfigMap/,
+    );
     expect(cluster.applied).toHaveLength(1);
   });
 
   it("in the engine run that records a sync: render at the sync's instant and write only over what the sync wrote", async () => {
-    const file = writeSnapshot({ devNamespaces: dev, renderedAt: "2026-11-30T10:45:00.000Z", written: { gateway: dataDigest(created().data) } });
+    const file = writeSnapshot({
+      devNamespaces: dev,
+      renderedAt: "2026-11-30T10:45:00.000Z",
+      written: { gateway: dataDigest(created().data) },
+    });
     try {
       process.env[SNAPSHOT_ENV] = file.env[SNAPSHOT_ENV];
       const outputs = await writeRoutes(facts());
@@ -193,27 +269,39 @@ describe("refresh", () => {
     const cm = cluster.configMaps.get("default/gateway-xds")!;
     cm.data["cds.yaml"] = cm.data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org");
     const refreshed = await readRoutes(written);
-    expect(refreshed).toEqual({ ...written, dataDigest: dataDigest(cm.data), drift: { "pr-12/batch": "cluster pr-12_batch changed" } });
+    expect(refreshed).toEqual({
+      ...written,
+      dataDigest: dataDigest(cm.data),
+      drift: { "pr-12/batch": "cluster pr-12_batch changed" },
+    });
   });
 
   it("says a file Envoy cannot read is kept at what Envoy loaded last, and still compares the other", async () => {
     const written = await state();
     const cm = cluster.configMaps.get("default/gateway-xds")!;
     cm.data["rds.yaml"] = "resources: [";
-    expect((await readRoutes(written))!.drift).toEqual({ "(rds.yaml)": expect.stringMatching(/^cannot be read as Envoy reads it, so Envoy keeps what it loaded last: not valid YAML: [^\n]+$/) });
+    expect((await readRoutes(written))!.drift).toEqual({
+      "(rds.yaml)": expect.stringMatching(
+        /^cannot be read as Envoy reads it, so Envoy keeps what it loaded last: not valid YAML: [^\n]+$/,
+      ),
+    });
     cm.data["cds.yaml"] = cm.data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org");
     expect(Object.keys((await readRoutes(written))!.drift!)).toEqual(["pr-12/batch", "(rds.yaml)"]);
     cm.data["cds.yaml"] = "resources: {";
-    expect((await readRoutes(written))!.drift).toEqual({ "(cds.yaml)": expect.stringMatching(/^cannot be read as Envoy reads it/), "(rds.yaml)": expect.any(String) });
+    expect((await readRoutes(written))!.drift).toEqual({
+      "(cds.yaml)": expect.stringMatching(/^cannot be read as Envoy reads it/),
+      "(rds.yaml)": expect.any(String),
+    });
   });
 
   it("says when the files were rewritten with the same routes", async () => {
     const written = await state();
     const cm = cluster.configMaps.get("default/gateway-xds")!;
     cm.data["cds.yaml"] = `# reformatted\n${cm.data["cds.yaml"]}`;
-    expect((await readRoutes(written))!.drift).toEqual({ "(files)": "the ConfigMap's files were rewritten with the same routes" });
+    expect((await readRoutes(written))!.drift).toEqual({
+      "(files)": "the ConfigMap's files were rewritten with the same routes",
+    });
   });
-
 });
 
 describe("delete", () => {
@@ -229,7 +317,11 @@ describe("delete", () => {
 
   it("even over a ConfigMap a sync wrote since", async () => {
     const written = await writeRoutes(facts(), at);
-    const file = writeSnapshot({ devNamespaces: dev, renderedAt: at.toISOString(), written: { gateway: "0".repeat(64) } });
+    const file = writeSnapshot({
+      devNamespaces: dev,
+      renderedAt: at.toISOString(),
+      written: { gateway: "0".repeat(64) },
+    });
     try {
       process.env[SNAPSHOT_ENV] = file.env[SNAPSHOT_ENV];
       await removeRoutes(written);
@@ -263,14 +355,25 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
     const bad = plain({ devNamespaces: { "pr-12": ["Batch"] } });
     expect(await routesProvider.check!({}, bad)).toEqual({
       inputs: bad,
-      failures: [{ property: "devNamespaces", reason: `pr-12[0]: service name must be a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters) (got "Batch")` }],
+      failures: [
+        {
+          property: "devNamespaces",
+          reason: `pr-12[0]: service name must be a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters) (got "Batch")`,
+        },
+      ],
     });
   });
 
   it("diffs, replacing the resource for another ConfigMap", async () => {
     const written = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
-    expect(await routesProvider.diff!(written.id, written.outs, core.checkRoutes(plain()).inputs!)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
-    expect(await routesProvider.diff!(written.id, written.outs, core.checkRoutes(plain({ configMap: "other-xds" })).inputs!)).toEqual({ changes: true, replaces: ["configMap"], deleteBeforeReplace: false });
+    expect(await routesProvider.diff!(written.id, written.outs, core.checkRoutes(plain()).inputs!)).toEqual({
+      changes: false,
+      replaces: [],
+      deleteBeforeReplace: false,
+    });
+    expect(
+      await routesProvider.diff!(written.id, written.outs, core.checkRoutes(plain({ configMap: "other-xds" })).inputs!),
+    ).toEqual({ changes: true, replaces: ["configMap"], deleteBeforeReplace: false });
   });
 
   it("creates and updates by writing the ConfigMap, the resource's id being the ConfigMap's", async () => {
@@ -278,7 +381,11 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
     expect(created.id).toBe("default/gateway-xds");
     expect(created.outs.dataDigest).toBe(dataDigest(cluster.configMaps.get("default/gateway-xds")!.data));
     expect(created.outs.routes).toEqual(core.checkRoutes(plain()).inputs!.routes);
-    const updated = await routesProvider.update!(created.id, created.outs, core.checkRoutes(plain({ devNamespaces: {} })).inputs!);
+    const updated = await routesProvider.update!(
+      created.id,
+      created.outs,
+      core.checkRoutes(plain({ devNamespaces: {} })).inputs!,
+    );
     expect(updated.outs!.routes["pr-12/batch"]).toBeUndefined();
     expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).not.toContain("/pr-12/batch");
     expect(cluster.applied).toHaveLength(2);
@@ -286,7 +393,10 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
 
   it("reads the state back on refresh, and nothing once the ConfigMap is gone", async () => {
     const created = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
-    expect(await routesProvider.read!(created.id, created.outs)).toEqual({ id: "default/gateway-xds", props: created.outs });
+    expect(await routesProvider.read!(created.id, created.outs)).toEqual({
+      id: "default/gateway-xds",
+      props: created.outs,
+    });
     cluster.configMaps.clear();
     expect(await routesProvider.read!(created.id, created.outs)).toEqual({});
   });

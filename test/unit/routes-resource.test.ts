@@ -3,7 +3,14 @@
 // diff compares what matters, and drift names the routes a ConfigMap edit
 // changed.
 import { describe, expect, it } from "vitest";
-import { checkFailures, checkRoutes, diffRoutes, renderRoutes, type RoutesFacts, type RoutesOutputs } from "../../routes-provider/core.js";
+import {
+  checkFailures,
+  checkRoutes,
+  diffRoutes,
+  renderRoutes,
+  type RoutesFacts,
+  type RoutesOutputs,
+} from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { xdsDrift } from "../../routing/envoy/drift.js";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
@@ -16,7 +23,14 @@ const dev = { "pr-12": ["batch", "ci"], "pr-14": [shiftedService("web")] };
 const at = minutesIntoShift(30);
 
 function facts(change: Partial<RoutesFacts> = {}): RoutesFacts {
-  return { gateway: "gateway", namespace: "default", configMap: "gateway-xds", config: routingConfig(config()), devNamespaces: dev, ...change };
+  return {
+    gateway: "gateway",
+    namespace: "default",
+    configMap: "gateway-xds",
+    config: routingConfig(config()),
+    devNamespaces: dev,
+    ...change,
+  };
 }
 
 /** State as create() leaves it: the facts rendered at `when`. */
@@ -28,21 +42,69 @@ function written(f: RoutesFacts, when = at): RoutesOutputs {
 describe("the routing config the routes resources are given", () => {
   it("is an allow-list: nothing of the image, resources, TLS secrets, auth, ACME or render settings", () => {
     const routing = routingConfig(config());
-    expect(Object.keys(routing).sort()).toEqual(["clusterDomain", "devNamespaces", "edge", "gateways", "namespace", "services", "shifts", "upstream"]);
-    expect(Object.keys(routing.gateways.gateway).sort()).toEqual(["authenticateDevRoutes", "authenticateMetrics", "devHost", "domain", "replicas", "securityHeaders", "serveAliases"]);
+    expect(Object.keys(routing).sort()).toEqual([
+      "clusterDomain",
+      "devNamespaces",
+      "edge",
+      "gateways",
+      "namespace",
+      "services",
+      "shifts",
+      "upstream",
+    ]);
+    expect(Object.keys(routing.gateways.gateway).sort()).toEqual([
+      "authenticateDevRoutes",
+      "authenticateMetrics",
+      "devHost",
+      "domain",
+      "replicas",
+      "securityHeaders",
+      "serveAliases",
+    ]);
     expect(Object.keys(routing.services[0]!).sort()).toEqual(["aliases", "name", "rateLimit", "websocket"]);
     // A service's own routing choices are facts too, when it makes them.
-    const own = routingConfig({ ...config(), services: [{ ...config().services[0]!, routeTimeout: "0s", retries: 0, retryResetMethods: ["GET"], authenticateMetrics: false, securityHeaders: { "x-frame-options": { value: "DENY", replace: false } } }] });
-    expect(Object.keys(own.services[0]!).sort()).toEqual(["aliases", "authenticateMetrics", "name", "rateLimit", "retries", "retryResetMethods", "routeTimeout", "securityHeaders", "websocket"]);
+    const own = routingConfig({
+      ...config(),
+      services: [
+        {
+          ...config().services[0]!,
+          routeTimeout: "0s",
+          retries: 0,
+          retryResetMethods: ["GET"],
+          authenticateMetrics: false,
+          securityHeaders: { "x-frame-options": { value: "DENY", replace: false } },
+        },
+      ],
+    });
+    expect(Object.keys(own.services[0]!).sort()).toEqual([
+      "aliases",
+      "authenticateMetrics",
+      "name",
+      "rateLimit",
+      "retries",
+      "retryResetMethods",
+      "routeTimeout",
+      "securityHeaders",
+      "websocket",
+    ]);
     expect(Object.keys(routing.upstream).sort()).toEqual(Object.keys(config().upstream).sort());
     const text = JSON.stringify(routing);
-    for (const leaked of [config().envoyImage, config().gateways.gateway.tls.serverSecret, config().gateways.gateway.resources.limits.memory, config().auth.pathPrefix]) {
+    for (const leaked of [
+      config().envoyImage,
+      config().gateways.gateway.tls.serverSecret,
+      config().gateways.gateway.resources.limits.memory,
+      config().auth.pathPrefix,
+    ]) {
       expect(text).not.toContain(leaked);
     }
   });
 
   it("does not change when only a Deployment's settings change", () => {
-    const bigger = { ...config(), services: config().services.map((s) => ({ ...s, replicas: s.replicas + 5 })), gateways: { ...config().gateways, gateway: { ...config().gateways.gateway, maxReplicas: 50 } } };
+    const bigger = {
+      ...config(),
+      services: config().services.map((s) => ({ ...s, replicas: s.replicas + 5 })),
+      gateways: { ...config().gateways, gateway: { ...config().gateways.gateway, maxReplicas: 50 } },
+    };
     expect(routingConfig(bigger)).toEqual(routingConfig(config()));
   });
 });
@@ -75,20 +137,53 @@ describe("check", () => {
   });
 
   it("refuses a dev service the routing table refuses, on devNamespaces, naming it", () => {
-    const { problems } = checkRoutes(facts({ devNamespaces: { "pr-12": [{ name: "web", versions: [{ version: "blue", service: "web-blue" }, { version: "green", service: "web-green" }] }] } }), at);
-    expect(checkFailures(problems)).toEqual([{ property: "devNamespaces", reason: "pr-12[0] (web).versions: web has 2 versions (blue, green) but no traffic shift says how to split traffic between them" }]);
+    const { problems } = checkRoutes(
+      facts({
+        devNamespaces: {
+          "pr-12": [
+            {
+              name: "web",
+              versions: [
+                { version: "blue", service: "web-blue" },
+                { version: "green", service: "web-green" },
+              ],
+            },
+          ],
+        },
+      }),
+      at,
+    );
+    expect(checkFailures(problems)).toEqual([
+      {
+        property: "devNamespaces",
+        reason:
+          "pr-12[0] (web).versions: web has 2 versions (blue, green) but no traffic shift says how to split traffic between them",
+      },
+    ]);
   });
 
   it("refuses bad routing config on config, with the key and the value", () => {
-    const { problems } = checkRoutes(facts({ config: { ...routingConfig(config()), clusterDomain: "Cluster.Local" } }), at);
-    expect(checkFailures(problems)).toEqual([{ property: "config", reason: expect.stringMatching(/^envoy-gateways:clusterDomain: must be a lower-case DNS name.*\(got "Cluster\.Local"\)$/) }]);
+    const { problems } = checkRoutes(
+      facts({ config: { ...routingConfig(config()), clusterDomain: "Cluster.Local" } }),
+      at,
+    );
+    expect(checkFailures(problems)).toEqual([
+      {
+        property: "config",
+        reason: expect.stringMatching(
+          /^envoy-gateways:clusterDomain: must be a lower-case DNS name.*\(got "Cluster\.Local"\)$/,
+        ),
+      },
+    ]);
   });
 
   it("refuses routes that would not fit in a ConfigMap, before anything is written", () => {
     const many: Record<string, string[]> = {};
     for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
     const { problems } = checkRoutes(facts({ devNamespaces: many }), at);
-    expect(problems.map((p) => p.problem.message).join("\n")).toMatch(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
+    expect(problems.map((p) => p.problem.message).join("\n")).toMatch(
+      /over the 1,048,576 bytes Kubernetes allows in a ConfigMap/,
+    );
   });
 });
 
@@ -98,16 +193,30 @@ describe("diff", () => {
   it("reports no change for the facts as the engine hands state back: every mapping's keys sorted", () => {
     // Security headers are a mapping whose defaults are not in name order: the files must not follow the keys' order.
     const sorted = (v: unknown): unknown =>
-      Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v;
+      Array.isArray(v)
+        ? v.map(sorted)
+        : v && typeof v === "object"
+          ? Object.fromEntries(
+              Object.keys(v)
+                .sort()
+                .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+            )
+          : v;
     const f = facts({ devNamespaces: { "pr-12": ["batch"] } });
-    expect(Object.keys(f.config.gateways.gateway.securityHeaders)).not.toEqual(Object.keys(f.config.gateways.gateway.securityHeaders).sort());
+    expect(Object.keys(f.config.gateways.gateway.securityHeaders)).not.toEqual(
+      Object.keys(f.config.gateways.gateway.securityHeaders).sort(),
+    );
     const state = sorted(written(f)) as RoutesOutputs;
     expect(diffRoutes(state, { ...f, routes: state.routes }, at).changes).toBe(false);
     expect(dataDigest(renderRoutes(state, at).files.xds)).toBe(state.dataDigest);
   });
 
   it("reports no change for the same facts at the same weights", () => {
-    expect(diffRoutes(written(facts()), news(), at)).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
+    expect(diffRoutes(written(facts()), news(), at)).toEqual({
+      changes: false,
+      replaces: [],
+      deleteBeforeReplace: false,
+    });
   });
 
   it("reports a change when a namespace's routes come or go", () => {
@@ -115,11 +224,17 @@ describe("diff", () => {
   });
 
   it("reports a change when a shift has moved the weights since they were written", () => {
-    expect(diffRoutes(written(facts(), minutesIntoShift(30)), news(facts(), minutesIntoShift(31)), minutesIntoShift(31)).changes).toBe(true);
+    expect(
+      diffRoutes(written(facts(), minutesIntoShift(30)), news(facts(), minutesIntoShift(31)), minutesIntoShift(31))
+        .changes,
+    ).toBe(true);
   });
 
   it("reports a change for routing config that reaches the xDS files", () => {
-    const slower = { ...routingConfig(config()), upstream: { ...routingConfig(config()).upstream, connectTimeout: "9s" } };
+    const slower = {
+      ...routingConfig(config()),
+      upstream: { ...routingConfig(config()).upstream, connectTimeout: "9s" },
+    };
     expect(diffRoutes(written(facts()), news(facts({ config: slower })), at).changes).toBe(true);
   });
 
@@ -128,7 +243,9 @@ describe("diff", () => {
   });
 
   it("reports a change after a refresh found the ConfigMap edited out of band, so `up` repairs it", () => {
-    expect(diffRoutes({ ...written(facts()), drift: { "pr-12/ci": "route missing or changed" } }, news(), at).changes).toBe(true);
+    expect(
+      diffRoutes({ ...written(facts()), drift: { "pr-12/ci": "route missing or changed" } }, news(), at).changes,
+    ).toBe(true);
   });
 
   it("updates state written before the inputs were facts, without replacing the resource", () => {
@@ -143,7 +260,10 @@ describe("diff", () => {
 
 describe("drift", () => {
   const rendered = eachTest(() => renderRoutes(facts(), at));
-  const parsed = (data: Record<string, string>) => ({ cds: parseEnvoyYaml(data["cds.yaml"]!), rds: parseEnvoyYaml(data["rds.yaml"]!) });
+  const parsed = (data: Record<string, string>) => ({
+    cds: parseEnvoyYaml(data["cds.yaml"]!),
+    rds: parseEnvoyYaml(data["rds.yaml"]!),
+  });
 
   it("finds none in what was written", () => {
     expect(xdsDrift(rendered().table, rendered().files.documents, parsed(rendered().files.xds))).toEqual({});
@@ -151,9 +271,16 @@ describe("drift", () => {
 
   it("names the routes a removed route and an edited cluster change, and what was never written", () => {
     const data = rendered().files.xds;
-    const rds = data["rds.yaml"]!.split("\n").filter((l) => !l.includes('"/pr-12/ci"')).join("\n");
-    const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org").replace('"name":"pr-14_web_green"', '"name":"pr-14_web_red"');
-    expect(xdsDrift(rendered().table, rendered().files.documents, parsed({ "cds.yaml": cds, "rds.yaml": rds }))).toEqual({
+    const rds = data["rds.yaml"]!.split("\n")
+      .filter((l) => !l.includes('"/pr-12/ci"'))
+      .join("\n");
+    const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org").replace(
+      '"name":"pr-14_web_green"',
+      '"name":"pr-14_web_red"',
+    );
+    expect(
+      xdsDrift(rendered().table, rendered().files.documents, parsed({ "cds.yaml": cds, "rds.yaml": rds })),
+    ).toEqual({
       "pr-12/batch": "cluster pr-12_batch changed",
       "pr-12/ci": "route missing or changed",
       "pr-14/web": "cluster pr-14_web_green missing",
@@ -164,6 +291,8 @@ describe("drift", () => {
   it("compares only the files it could read", () => {
     const data = rendered().files.xds;
     const cds = data["cds.yaml"]!.replace("batch.pr-12.svc.cluster.local", "evil.example.org");
-    expect(xdsDrift(rendered().table, rendered().files.documents, { cds: parseEnvoyYaml(cds), rds: undefined })).toEqual({ "pr-12/batch": "cluster pr-12_batch changed" });
+    expect(
+      xdsDrift(rendered().table, rendered().files.documents, { cds: parseEnvoyYaml(cds), rds: undefined }),
+    ).toEqual({ "pr-12/batch": "cluster pr-12_batch changed" });
   });
 });

@@ -10,14 +10,35 @@ import { buildRoutingTable } from "../../routing/table.js";
 import { minimalRaw, minutesIntoShift, shiftedService, withValue } from "./fixtures.js";
 
 describe("the routes view", () => {
-  const config = routingConfig(parseStackConfig(withValue(withValue(minimalRaw(), "clusterDomain", "corp.local"), "namespace", "apps")));
-  const table = buildRoutingTable(config, { "pr-1": ["ci", shiftedService("web")] }, "dev namespaces", minutesIntoShift(25));
+  const config = routingConfig(
+    parseStackConfig(withValue(withValue(minimalRaw(), "clusterDomain", "corp.local"), "namespace", "apps")),
+  );
+  const table = buildRoutingTable(
+    config,
+    { "pr-1": ["ci", shiftedService("web")] },
+    "dev namespaces",
+    minutesIntoShift(25),
+  );
 
   it("keys each route by its id, with its match, clusters, rate limit, websocket and aliases as the gateway serves them", () => {
     const view = routesView(config, table, "gateway");
     expect(Object.keys(view)).toEqual(["apps/www", "apps/batch", "apps/notebook", "pr-1/ci", "pr-1/web"]);
-    expect(view["apps/www"]).toEqual({ match: "https://www.example.org/", namespace: "apps", service: "www", clusters: { apps_www: { upstream: "www.apps.svc.corp.local:443", weight: 100, version: "" } }, rateLimit: 300, websocket: false, aliases: ["example.org"] });
-    expect(view["apps/notebook"]).toEqual({ match: "https://notebook.example.org/", namespace: "apps", service: "notebook", clusters: { apps_notebook: { upstream: "notebook.apps.svc.corp.local:443", weight: 100, version: "" } }, websocket: true });
+    expect(view["apps/www"]).toEqual({
+      match: "https://www.example.org/",
+      namespace: "apps",
+      service: "www",
+      clusters: { apps_www: { upstream: "www.apps.svc.corp.local:443", weight: 100, version: "" } },
+      rateLimit: 300,
+      websocket: false,
+      aliases: ["example.org"],
+    });
+    expect(view["apps/notebook"]).toEqual({
+      match: "https://notebook.example.org/",
+      namespace: "apps",
+      service: "notebook",
+      clusters: { apps_notebook: { upstream: "notebook.apps.svc.corp.local:443", weight: 100, version: "" } },
+      websocket: true,
+    });
     expect(view["pr-1/web"]).toEqual({
       match: "https://internal.example.org/pr-1/web",
       namespace: "pr-1",
@@ -75,7 +96,10 @@ describe("names", () => {
 
 describe("labels", () => {
   it("of a gateway's pods", () => {
-    expect(gatewayPodLabels("internal-gateway")).toEqual({ "app.kubernetes.io/name": "internal-gateway", "app.kubernetes.io/component": "gateway" });
+    expect(gatewayPodLabels("internal-gateway")).toEqual({
+      "app.kubernetes.io/name": "internal-gateway",
+      "app.kubernetes.io/component": "gateway",
+    });
   });
 
   it("of a routed Service: the routing facts, the version only when there is one", () => {
@@ -88,7 +112,11 @@ describe("labels", () => {
       "envoy-gateways.io/replicas": "4",
       "envoy-gateways.io/version": "green",
     });
-    expect(routingLabels({ service: "web", weight: 100, replicas: 1, websocket: false, version: "" })).not.toHaveProperty(["envoy-gateways.io/version"]);
-    expect(routingLabels({ service: "web", weight: 100, replicas: 1, websocket: false })["envoy-gateways.io/protocol"]).toBe("http");
+    expect(
+      routingLabels({ service: "web", weight: 100, replicas: 1, websocket: false, version: "" }),
+    ).not.toHaveProperty(["envoy-gateways.io/version"]);
+    expect(
+      routingLabels({ service: "web", weight: 100, replicas: 1, websocket: false })["envoy-gateways.io/protocol"],
+    ).toBe("http");
   });
 });

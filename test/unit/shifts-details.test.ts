@@ -3,11 +3,32 @@
 // checks of a shift as written.
 import { describe, expect, it } from "vitest";
 import { shiftTable } from "../../routing/shift-report.js";
-import { checkShift, newVersionShare, nextWeights, overlapProblem, overlaps, reverseShift, shiftFromSpec, shiftPhase, shiftSpec, shiftWeights, versionWeights, type Shift } from "../../routing/shifts.js";
+import {
+  checkShift,
+  newVersionShare,
+  nextWeights,
+  overlapProblem,
+  overlaps,
+  reverseShift,
+  shiftFromSpec,
+  shiftPhase,
+  shiftSpec,
+  shiftWeights,
+  versionWeights,
+  type Shift,
+} from "../../routing/shifts.js";
 
 const T0 = new Date("2026-11-30T10:00:00Z");
 const at = (minutes: number) => new Date(T0.getTime() + minutes * 60_000);
-const shift = (policy: "linear" | "atomic", extra: Partial<Shift> = {}): Shift => ({ service: "batch", from: "blue", to: "green", policy, start: T0, durationMs: 100 * 60_000, ...extra });
+const shift = (policy: "linear" | "atomic", extra: Partial<Shift> = {}): Shift => ({
+  service: "batch",
+  from: "blue",
+  to: "green",
+  policy,
+  start: T0,
+  durationMs: 100 * 60_000,
+  ...extra,
+});
 
 describe("the new version's share", () => {
   it("is none before the start, whatever the policy", () => {
@@ -70,11 +91,17 @@ describe("the next weights", () => {
 
 describe("a shift as written", () => {
   const spec = { from: "blue", to: "green", policy: "linear", start: "2026-11-30T10:00:00Z", duration: "100m" };
-  const check = (change: Record<string, unknown>, versions = ["blue", "green"]) => checkShift("batch", { ...spec, ...change }, versions);
+  const check = (change: Record<string, unknown>, versions = ["blue", "green"]) =>
+    checkShift("batch", { ...spec, ...change }, versions);
 
   it("takes durations from one minute to five days in s, m, h or d", () => {
-    for (const ok of ["60s", "90s", "1m", "2h", "1d", "5d", "7200m"]) expect(check({ duration: ok }).problems, ok).toEqual([]);
-    for (const bad of ["59s", "60000ms", "5d1s", "121h", "6d", 90, ["90s"]]) expect(check({ duration: bad }).problems.map((p) => p.field), String(bad)).toEqual(["duration"]);
+    for (const ok of ["60s", "90s", "1m", "2h", "1d", "5d", "7200m"])
+      expect(check({ duration: ok }).problems, ok).toEqual([]);
+    for (const bad of ["59s", "60000ms", "5d1s", "121h", "6d", 90, ["90s"]])
+      expect(
+        check({ duration: bad }).problems.map((p) => p.field),
+        String(bad),
+      ).toEqual(["duration"]);
   });
 
   it("names both versions missing without saying they are the same, and says when a service has none", () => {
@@ -82,27 +109,57 @@ describe("a shift as written", () => {
       { field: "from", message: "must be a version of batch (versions: blue, green)", value: undefined },
       { field: "to", message: "must be a version of batch (versions: blue, green)", value: undefined },
     ]);
-    expect(check({}, []).problems.map((p) => p.message)).toEqual(["must be a version of batch (versions: none)", "must be a version of batch (versions: none)"]);
+    expect(check({}, []).problems.map((p) => p.message)).toEqual([
+      "must be a version of batch (versions: none)",
+      "must be a version of batch (versions: none)",
+    ]);
   });
 
   it("can be reversed at its start, not before; a reversal with a bad start or duration is not checked again", () => {
     expect(check({ reversed: "2026-11-30T10:00:00Z" }).problems).toEqual([]);
     expect(check({ reversed: "2026-11-30T09:59:59Z" }).problems).toEqual([
-      { field: "reversed", message: "is not while the shift was in progress (2026-11-30T10:00:00.000Z to 2026-11-30T11:40:00.000Z); only a shift in progress can be reversed", value: "2026-11-30T09:59:59Z" },
+      {
+        field: "reversed",
+        message:
+          "is not while the shift was in progress (2026-11-30T10:00:00.000Z to 2026-11-30T11:40:00.000Z); only a shift in progress can be reversed",
+        value: "2026-11-30T09:59:59Z",
+      },
     ]);
-    expect(check({ duration: "2 hours", reversed: "2026-11-30T09:00:00Z" }).problems.map((p) => p.field)).toEqual(["duration"]);
+    expect(check({ duration: "2 hours", reversed: "2026-11-30T09:00:00Z" }).problems.map((p) => p.field)).toEqual([
+      "duration",
+    ]);
     expect(check({ start: "soon", reversed: "2026-11-30T09:00:00Z" }).problems.map((p) => p.field)).toEqual(["start"]);
   });
 
   it("gives no shift when anything is wrong, and the shift when nothing is", () => {
-    expect(check({ policy: "canary" })).toEqual({ problems: [{ field: "policy", message: "must be linear or atomic", value: "canary" }] });
-    expect(check({ reversed: "2026-11-30T10:30:00Z" })).toEqual({ shift: { ...shift("linear"), reversedAt: at(30) }, problems: [] });
+    expect(check({ policy: "canary" })).toEqual({
+      problems: [{ field: "policy", message: "must be linear or atomic", value: "canary" }],
+    });
+    expect(check({ reversed: "2026-11-30T10:30:00Z" })).toEqual({
+      shift: { ...shift("linear"), reversedAt: at(30) },
+      problems: [],
+    });
   });
 
   it("reads back from its spec, and shows as its spec", () => {
-    const written = { from: "blue", to: "green", policy: "atomic" as const, start: "2026-11-30T10:00:00.000Z", duration: "2d", reversed: "2026-11-30T11:00:00.000Z" };
+    const written = {
+      from: "blue",
+      to: "green",
+      policy: "atomic" as const,
+      start: "2026-11-30T10:00:00.000Z",
+      duration: "2d",
+      reversed: "2026-11-30T11:00:00.000Z",
+    };
     const s = shiftFromSpec("batch", written);
-    expect(s).toEqual({ service: "batch", from: "blue", to: "green", policy: "atomic", start: T0, durationMs: 2 * 86_400_000, reversedAt: at(60) });
+    expect(s).toEqual({
+      service: "batch",
+      from: "blue",
+      to: "green",
+      policy: "atomic",
+      start: T0,
+      durationMs: 2 * 86_400_000,
+      reversedAt: at(60),
+    });
     expect(shiftSpec(s)).toEqual(written);
     expect(shiftSpec(shift("linear", { durationMs: 90_000 })).duration).toBe("90s");
     expect(shiftSpec(shift("linear", { durationMs: 7_200_000 })).duration).toBe("2h");
@@ -129,22 +186,43 @@ describe("several shifts of one service", () => {
   });
 
   it("are decided by the latest started, or before any starts by the first to come, in whatever order they are listed", () => {
-    for (const listed of [[first, back], [back, first]]) {
-      expect(versionWeights("batch", ["blue", "green"], listed, at(-10))).toEqual({ weights: { blue: 100, green: 0 }, shift: first });
-      expect(versionWeights("batch", ["blue", "green"], listed, at(150))).toEqual({ weights: { blue: 0, green: 100 }, shift: first });
-      expect(versionWeights("batch", ["blue", "green"], listed, at(250))).toEqual({ weights: { blue: 50, green: 50 }, shift: back });
+    for (const listed of [
+      [first, back],
+      [back, first],
+    ]) {
+      expect(versionWeights("batch", ["blue", "green"], listed, at(-10))).toEqual({
+        weights: { blue: 100, green: 0 },
+        shift: first,
+      });
+      expect(versionWeights("batch", ["blue", "green"], listed, at(150))).toEqual({
+        weights: { blue: 0, green: 100 },
+        shift: first,
+      });
+      expect(versionWeights("batch", ["blue", "green"], listed, at(250))).toEqual({
+        weights: { blue: 50, green: 50 },
+        shift: back,
+      });
     }
   });
 
   it("the one starting at that instant decides, even after a reversal", () => {
     const reverted = reverseShift(first, at(10));
     const again = shift("atomic", { from: "green", to: "blue", start: at(200), durationMs: 60_000 });
-    expect(versionWeights("batch", ["blue", "green"], [reverted, again], at(200))).toEqual({ weights: { blue: 0, green: 100 }, shift: again });
-    expect(versionWeights("batch", ["blue", "green"], [reverted, again], at(199))).toEqual({ weights: { blue: 100, green: 0 }, shift: reverted });
+    expect(versionWeights("batch", ["blue", "green"], [reverted, again], at(200))).toEqual({
+      weights: { blue: 0, green: 100 },
+      shift: again,
+    });
+    expect(versionWeights("batch", ["blue", "green"], [reverted, again], at(199))).toEqual({
+      weights: { blue: 100, green: 0 },
+      shift: reverted,
+    });
   });
 
   it("a single version with a shift still needs the shift's versions", () => {
-    expect(versionWeights("batch", ["blue"], [first], at(50))).toEqual({ weights: { blue: 50, green: 50 }, shift: first });
+    expect(versionWeights("batch", ["blue"], [first], at(50))).toEqual({
+      weights: { blue: 50, green: 50 },
+      shift: first,
+    });
   });
 });
 

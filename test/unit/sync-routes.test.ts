@@ -2,7 +2,16 @@
 import { describe, expect, it } from "vitest";
 import { engineErrorLines, routesOf } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
-import { notRecorded, plan, recorded, report, routeChanges, shiftsMoving, syncedRoutes, writeLive } from "../../route-sync/sync.js";
+import {
+  notRecorded,
+  plan,
+  recorded,
+  report,
+  routeChanges,
+  shiftsMoving,
+  syncedRoutes,
+  writeLive,
+} from "../../route-sync/sync.js";
 import { renderRoutes } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
@@ -13,7 +22,9 @@ import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
 
 const config = eachTest(() => stackConfig("dev"));
-const state = (dev: Record<string, string[]>) => ({ "gateway-routes": routesView(config(), buildRoutingTable(config(), dev), "gateway") });
+const state = (dev: Record<string, string[]>) => ({
+  "gateway-routes": routesView(config(), buildRoutingTable(config(), dev), "gateway"),
+});
 
 describe("sync-routes report", () => {
   it("lists routes added and removed, by id, with where they go", () => {
@@ -23,29 +34,54 @@ describe("sync-routes report", () => {
         "pr-2/batch on gateway: https://internal.dev.example.org/pr-2/batch -> batch.pr-2.svc.cluster.local:443 (pr-2_batch)",
         "pr-2/ci on gateway: https://internal.dev.example.org/pr-2/ci -> ci.pr-2.svc.cluster.local:443 (pr-2_ci)",
       ],
-      removed: ["pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)"],
+      removed: [
+        "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+      ],
       changed: [],
     });
-    expect(report({ ...changes, unchanged: false, steps: {}, liveSeconds: 0.44, recordedSeconds: 9.81 }).at(-1)).toBe("routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed");
-    expect(report({ added: [], removed: [], changed: [], unchanged: true, steps: {}, liveSeconds: 0.63 })).toEqual(["nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run"]);
+    expect(report({ ...changes, unchanged: false, steps: {}, liveSeconds: 0.44, recordedSeconds: 9.81 }).at(-1)).toBe(
+      "routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed",
+    );
+    expect(report({ added: [], removed: [], changed: [], unchanged: true, steps: {}, liveSeconds: 0.63 })).toEqual([
+      "nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run",
+    ]);
   });
 
   it("reports nothing for an unchanged state", () => {
-    expect(routeChanges(state({ "pr-1": ["batch"] }), state({ "pr-1": ["batch"] }))).toEqual({ added: [], removed: [], changed: [] });
+    expect(routeChanges(state({ "pr-1": ["batch"] }), state({ "pr-1": ["batch"] }))).toEqual({
+      added: [],
+      removed: [],
+      changed: [],
+    });
   });
 
   it("keeps the engine's error lines of a failed run", () => {
-    const stderr = "Updating (dev):\n  pulumi:pulumi:Stack dev running\n  error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)\n";
-    expect(engineErrorLines({ stderr })).toBe("error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)");
+    const stderr =
+      "Updating (dev):\n  pulumi:pulumi:Stack dev running\n  error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)\n";
+    expect(engineErrorLines({ stderr })).toBe(
+      "error: discovering dev/PR namespaces failed; nothing was changed: listing namespaces labelled a=b: cannot reach the Kubernetes API at https://127.0.0.1:6443 (ECONNREFUSED)",
+    );
   });
 });
 
 describe("sync-routes: what needs an engine run", () => {
   /** A routes resource's state as a sync recorded it: these namespaces, rendered at `at`. */
   function stateOf(dev: Record<string, unknown>, at: Date): RoutesResourceState[] {
-    const facts = { gateway: "gateway" as const, namespace: "default", configMap: "gateway-xds", config: routingConfig(config()), devNamespaces: dev as never };
+    const facts = {
+      gateway: "gateway" as const,
+      namespace: "default",
+      configMap: "gateway-xds",
+      config: routingConfig(config()),
+      devNamespaces: dev as never,
+    };
     const r = renderRoutes(facts, at);
-    return [{ urn: "urn:pulumi:dev::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes", name: "gateway-routes", outputs: { ...facts, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: at.toISOString() } }];
+    return [
+      {
+        urn: "urn:pulumi:dev::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes",
+        name: "gateway-routes",
+        outputs: { ...facts, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: at.toISOString() },
+      },
+    ];
   }
   const dev = { "pr-1": ["batch"], "pr-2": [shiftedService("web")] };
   const at = minutesIntoShift(100); // the shift has ended: weights stay put
@@ -56,33 +92,66 @@ describe("sync-routes: what needs an engine run", () => {
   it("a write and a record for a new namespace, a removed one, or weights a shift moved", () => {
     expect(plan(stateOf(dev, at), { config: config() }, { ...dev, "pr-3": ["ci"] }, at).every(recorded)).toBe(false);
     expect(plan(stateOf(dev, at), { config: config() }, { "pr-1": ["batch"] }, at).every(recorded)).toBe(false);
-    expect(plan(stateOf(dev, minutesIntoShift(30)), { config: config() }, dev, minutesIntoShift(31)).every(recorded)).toBe(false);
+    expect(
+      plan(stateOf(dev, minutesIntoShift(30)), { config: config() }, dev, minutesIntoShift(31)).every(recorded),
+    ).toBe(false);
   });
   it("a record for state written before the inputs were facts, or that a refresh found drifted", () => {
     const [r] = stateOf(dev, at);
     const { devNamespaces: _, ...old } = r!.outputs;
     expect(recorded(plan([{ ...r!, outputs: old as never }], { config: config() }, dev, at)[0]!)).toBe(false);
-    expect(recorded(plan([{ ...r!, outputs: { ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } } }], { config: config() }, dev, at)[0]!)).toBe(false);
+    expect(
+      recorded(
+        plan(
+          [{ ...r!, outputs: { ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } } }],
+          { config: config() },
+          dev,
+          at,
+        )[0]!,
+      ),
+    ).toBe(false);
   });
   it("says why a record is needed: which part of the state differs, by its path, never its value", () => {
     const [r] = stateOf(dev, at);
     const why = (outputs: object, devNamespaces: Record<string, unknown> = dev, kubeconfig?: string) =>
-      notRecorded(plan([{ ...r!, outputs: outputs as never }], { config: config(), ...(kubeconfig ? { kubeconfig } : {}) }, devNamespaces as never, at)[0]!);
+      notRecorded(
+        plan(
+          [{ ...r!, outputs: outputs as never }],
+          { config: config(), ...(kubeconfig ? { kubeconfig } : {}) },
+          devNamespaces as never,
+          at,
+        )[0]!,
+      );
     expect(why(r!.outputs)).toBeUndefined();
     const { devNamespaces: _, ...old } = r!.outputs;
     expect(why(old)).toBe("its state predates the routes resource's facts");
     expect(why(r!.outputs, { ...dev, "pr-3": ["ci"] })).toBe("its state's devNamespaces.pr-3 differs");
-    const replicas = { ...r!.outputs, config: { ...r!.outputs.config, gateways: { ...r!.outputs.config.gateways, gateway: { ...r!.outputs.config.gateways.gateway, replicas: 7 } } } };
+    const replicas = {
+      ...r!.outputs,
+      config: {
+        ...r!.outputs.config,
+        gateways: { ...r!.outputs.config.gateways, gateway: { ...r!.outputs.config.gateways.gateway, replicas: 7 } },
+      },
+    };
     expect(why(replicas)).toBe("its state's config.gateways.gateway.replicas differs");
     expect(why({ ...r!.outputs, routes: {} })).toBe("its state's routes differ");
     expect(why({ ...r!.outputs, dataDigest: "0".repeat(64) })).toBe("its state's files differ");
-    expect(why({ ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } })).toBe("its ConfigMap was edited out of band");
+    expect(why({ ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } })).toBe(
+      "its ConfigMap was edited out of band",
+    );
   });
 
   it("no record for a changed kubeconfig alone: the state is read without its secrets; the next write or `pulumi up` records it", () => {
-    expect(plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1 # rotated" }, dev, at).every(recorded)).toBe(true);
+    expect(
+      plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1 # rotated" }, dev, at).every(recorded),
+    ).toBe(true);
     // With a route to write, the planned facts carry the stack config's kubeconfig, which the record step stores.
-    const [p] = plan(stateOf(dev, at), { config: config(), kubeconfig: "apiVersion: v1 # rotated" }, { ...dev, "pr-3": ["ci"] }, at);
+    const [p] = plan(
+      stateOf(dev, at),
+      { config: config(), kubeconfig: "apiVersion: v1 # rotated" },
+      { ...dev, "pr-3": ["ci"] },
+      at,
+    );
     expect(recorded(p!)).toBe(false);
     expect(p!.facts.kubeconfig).toBe("apiVersion: v1 # rotated");
   });
@@ -93,40 +162,71 @@ describe("sync-routes: what needs an engine run", () => {
     const exported = {
       deployment: {
         resources: [
-          { urn: "urn:pulumi:dev::envoy-gateways::pulumi:pulumi:Stack::envoy-gateways-dev", type: "pulumi:pulumi:Stack", outputs: { routes: {} } },
-          { urn: r!.urn, type: "pulumi-nodejs:dynamic/envoy-gateways:Routes", outputs: { ...r!.outputs, kubeconfig: secret } },
-          { urn: "urn:pulumi:dev::envoy-gateways::pulumi:providers:kubernetes::kubernetes", type: "pulumi:providers:kubernetes", outputs: { kubeconfig: secret } },
+          {
+            urn: "urn:pulumi:dev::envoy-gateways::pulumi:pulumi:Stack::envoy-gateways-dev",
+            type: "pulumi:pulumi:Stack",
+            outputs: { routes: {} },
+          },
+          {
+            urn: r!.urn,
+            type: "pulumi-nodejs:dynamic/envoy-gateways:Routes",
+            outputs: { ...r!.outputs, kubeconfig: secret },
+          },
+          {
+            urn: "urn:pulumi:dev::envoy-gateways::pulumi:providers:kubernetes::kubernetes",
+            type: "pulumi:providers:kubernetes",
+            outputs: { kubeconfig: secret },
+          },
         ],
       },
     };
     expect(routesOf(exported)).toEqual([{ urn: r!.urn, name: "gateway-routes", outputs: r!.outputs }]);
     expect(routesOf({ deployment: {} })).toEqual([]);
     // Nowhere in the outputs, nested or in a list.
-    const nested = { urn: r!.urn, type: "pulumi-nodejs:dynamic/envoy-gateways:Routes", outputs: { ...r!.outputs, drift: { a: secret, b: "kept" }, extra: [secret, 1] } };
-    expect(routesOf({ deployment: { resources: [nested] } })[0]!.outputs).toEqual({ ...r!.outputs, drift: { b: "kept" }, extra: [1] });
+    const nested = {
+      urn: r!.urn,
+      type: "pulumi-nodejs:dynamic/envoy-gateways:Routes",
+      outputs: { ...r!.outputs, drift: { a: secret, b: "kept" }, extra: [secret, 1] },
+    };
+    expect(routesOf({ deployment: { resources: [nested] } })[0]!.outputs).toEqual({
+      ...r!.outputs,
+      drift: { b: "kept" },
+      extra: [1],
+    });
     // What it read is what the sync compares: nothing to record.
-    expect(plan(routesOf(exported), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(true);
+    expect(plan(routesOf(exported), { config: config(), kubeconfig: "apiVersion: v1" }, dev, at).every(recorded)).toBe(
+      true,
+    );
   });
 
   it("validates every gateway's files before it writes any: too many routes for a ConfigMap write nothing", async () => {
     const many: Record<string, string[]> = {};
     for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
     // Were anything written, it would go to this API server, which does not exist: the error would say so.
-    const kubeconfig = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
+    const kubeconfig =
+      "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n";
     const planned = plan(stateOf(dev, at), { config: config(), kubeconfig }, many, at);
-    await expect(writeLive(planned, many, at)).rejects.toThrow(/over the 1,048,576 bytes Kubernetes allows in a ConfigMap/);
+    await expect(writeLive(planned, many, at)).rejects.toThrow(
+      /over the 1,048,576 bytes Kubernetes allows in a ConfigMap/,
+    );
   });
 });
 
 describe("sync-routes: what it reports and plans", () => {
   const views = (dev: Record<string, unknown>, at: Date) => {
     const table = buildRoutingTable(config(), dev as never, "dev namespaces", at);
-    return { "gateway-routes": routesView(config(), table, "gateway"), "internal-gateway-routes": routesView(config(), table, "internal-gateway") };
+    return {
+      "gateway-routes": routesView(config(), table, "gateway"),
+      "internal-gateway-routes": routesView(config(), table, "internal-gateway"),
+    };
   };
 
   it("lists routes whose weights moved as changed, on each gateway, in id order, with where they go now", () => {
     const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
-    const changes = routeChanges(views(dev, minutesIntoShift(10)), views({ ...dev, "pr-0": ["ci"] }, minutesIntoShift(20)));
+    const changes = routeChanges(
+      views(dev, minutesIntoShift(10)),
+      views({ ...dev, "pr-0": ["ci"] }, minutesIntoShift(20)),
+    );
     expect(changes).toEqual({
       added: [
         "pr-0/ci on gateway: https://internal.dev.example.org/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
@@ -139,23 +239,48 @@ describe("sync-routes: what it reports and plans", () => {
       ],
     });
     // A resource the state did not have yet: all its routes are added; one gone: all removed.
-    expect(routeChanges({}, { "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }).added.filter((l) => l.startsWith("pr-1/"))).toEqual([
+    expect(
+      routeChanges({}, { "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }).added.filter(
+        (l) => l.startsWith("pr-1/"),
+      ),
+    ).toEqual([
       "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
     ]);
-    expect(routeChanges({ "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }, {}).removed).toContain(
+    expect(
+      routeChanges({ "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }, {}).removed,
+    ).toContain(
       "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
     );
   });
 
   it("reports each change on a line of its own, then what happened", () => {
-    const r = { added: ["a on gateway: x"], removed: ["b on gateway: y"], changed: ["c on gateway: z"], unchanged: false, steps: {}, liveSeconds: 1.26 };
-    expect(report(r)).toEqual(["+ a on gateway: x", "- b on gateway: y", "~ c on gateway: z", "routes live in 1.3s: 1 added, 1 removed, 1 changed"]);
-    expect(report({ ...r, recordedSeconds: 12.04 }).at(-1)).toBe("routes live in 1.3s, recorded in the state in 12.0s: 1 added, 1 removed, 1 changed");
+    const r = {
+      added: ["a on gateway: x"],
+      removed: ["b on gateway: y"],
+      changed: ["c on gateway: z"],
+      unchanged: false,
+      steps: {},
+      liveSeconds: 1.26,
+    };
+    expect(report(r)).toEqual([
+      "+ a on gateway: x",
+      "- b on gateway: y",
+      "~ c on gateway: z",
+      "routes live in 1.3s: 1 added, 1 removed, 1 changed",
+    ]);
+    expect(report({ ...r, recordedSeconds: 12.04 }).at(-1)).toBe(
+      "routes live in 1.3s, recorded in the state in 12.0s: 1 added, 1 removed, 1 changed",
+    );
   });
 
   it("reads the routes each resource's state holds, none when it holds none", () => {
     const outputs = { routes: { "pr-1/batch": { match: "m" } } };
-    expect(syncedRoutes([{ urn: "u1", name: "gateway-routes", outputs } as never, { urn: "u2", name: "internal-gateway-routes", outputs: {} } as never])).toEqual({
+    expect(
+      syncedRoutes([
+        { urn: "u1", name: "gateway-routes", outputs } as never,
+        { urn: "u2", name: "internal-gateway-routes", outputs: {} } as never,
+      ]),
+    ).toEqual({
       "gateway-routes": { "pr-1/batch": { match: "m" } },
       "internal-gateway-routes": {},
     });
@@ -170,11 +295,28 @@ describe("sync-routes: what it reports and plans", () => {
   });
 
   it("plans each resource from its wiring in state and the current stack config, rendered at the instant, not validated yet", () => {
-    const facts = { gateway: "internal-gateway" as const, namespace: "edge", configMap: "internal-xds", config: routingConfig(config()), devNamespaces: {} };
-    const state = [{ urn: "u", name: "internal-gateway-routes", outputs: { ...facts, routes: {}, dataDigest: "", renderedAt: "" } }];
+    const facts = {
+      gateway: "internal-gateway" as const,
+      namespace: "edge",
+      configMap: "internal-xds",
+      config: routingConfig(config()),
+      devNamespaces: {},
+    };
+    const state = [
+      { urn: "u", name: "internal-gateway-routes", outputs: { ...facts, routes: {}, dataDigest: "", renderedAt: "" } },
+    ];
     const now = minutesIntoShift(20);
-    const [p] = plan(state, { config: config(), kubeconfig: "apiVersion: v1" }, { "pr-2": [shiftedService("web")] }, now);
-    expect(p!.facts).toEqual({ ...facts, devNamespaces: { "pr-2": [shiftedService("web")] }, kubeconfig: "apiVersion: v1" });
+    const [p] = plan(
+      state,
+      { config: config(), kubeconfig: "apiVersion: v1" },
+      { "pr-2": [shiftedService("web")] },
+      now,
+    );
+    expect(p!.facts).toEqual({
+      ...facts,
+      devNamespaces: { "pr-2": [shiftedService("web")] },
+      kubeconfig: "apiVersion: v1",
+    });
     expect(p!.state).toBe(state[0]);
     expect(p!.rendered.validated).toBe(false);
     expect(p!.routes).toEqual(renderRoutes(p!.facts, now).routes);

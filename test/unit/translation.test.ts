@@ -10,7 +10,14 @@ import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } 
 
 const config = eachTest(() => stackConfig("prod"));
 // Ten minutes into web's shift: blue 90, green 10.
-const table = eachTest(() => buildRoutingTable(config(), { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] }, "dev namespaces", minutesIntoShift(10)));
+const table = eachTest(() =>
+  buildRoutingTable(
+    config(),
+    { "pr-7": ["batch", "batch-driver"], "pr-9": [shiftedService("web")] },
+    "dev namespaces",
+    minutesIntoShift(10),
+  ),
+);
 const rendered = eachTest(() => renderGateways(config(), table()));
 const gateway = () => rendered()[0]!;
 const internal = () => rendered()[1]!;
@@ -19,12 +26,17 @@ const routeConfig = (g = gateway()) => g.documents.rds.resources[0] as Json;
 const hosts = (g = gateway()) => routeConfig(g).virtual_hosts as Json[];
 const host = (name: string, g = gateway()) => hosts(g).find((h) => h.name === name)!;
 const cluster = (name: string, g = gateway()) => (g.documents.cds.resources as Json[]).find((c) => c.name === name)!;
-const listener = (name: string, g = gateway()) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
+const listener = (name: string, g = gateway()) =>
+  ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
 const networkFilters = (l: Json) => (l.filter_chains as Json[])[0]!.filters as Json[];
-const hcm = (l: Json) => networkFilters(l).find((f) => f.name === "envoy.filters.network.http_connection_manager")!.typed_config as Json;
-const httpFilter = (l: Json, name: string) => (hcm(l).http_filters as Json[]).find((f) => f.name === name)?.typed_config as Json | undefined;
-const mainRoute = (name: string, g = gateway()) => (host(name, g).routes as Json[]).find((r) => get(r, "match.prefix") === "/")!;
-const get = (v: unknown, path: string): unknown => path.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], v);
+const hcm = (l: Json) =>
+  networkFilters(l).find((f) => f.name === "envoy.filters.network.http_connection_manager")!.typed_config as Json;
+const httpFilter = (l: Json, name: string) =>
+  (hcm(l).http_filters as Json[]).find((f) => f.name === name)?.typed_config as Json | undefined;
+const mainRoute = (name: string, g = gateway()) =>
+  (host(name, g).routes as Json[]).find((r) => get(r, "match.prefix") === "/")!;
+const get = (v: unknown, path: string): unknown =>
+  path.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], v);
 
 describe("routes", () => {
   it("serves production service s at s.<domain> on the gateway and s.<internalDomain> on the internal-gateway", () => {
@@ -44,9 +56,19 @@ describe("routes", () => {
     const dev = host("dev");
     expect(dev.domains).toEqual(["internal.hail.is"]);
     const routes = dev.routes as Json[];
-    expect(routes.map((r) => get(r, "match.path_separated_prefix"))).toEqual(["/pr-7/batch", "/pr-7/batch-driver", "/pr-9/web"]);
-    expect(routes.map((r) => get(r, "route.cluster") ?? "weighted")).toEqual(["pr-7_batch", "pr-7_batch-driver", "weighted"]);
-    expect(routes.every((r) => get(r, "route.prefix_rewrite") === undefined && get(r, "route.regex_rewrite") === undefined)).toBe(true);
+    expect(routes.map((r) => get(r, "match.path_separated_prefix"))).toEqual([
+      "/pr-7/batch",
+      "/pr-7/batch-driver",
+      "/pr-9/web",
+    ]);
+    expect(routes.map((r) => get(r, "route.cluster") ?? "weighted")).toEqual([
+      "pr-7_batch",
+      "pr-7_batch-driver",
+      "weighted",
+    ]);
+    expect(
+      routes.every((r) => get(r, "route.prefix_rewrite") === undefined && get(r, "route.regex_rewrite") === undefined),
+    ).toBe(true);
   });
 
   it("splits a service with several versions across weighted clusters", () => {
@@ -56,7 +78,13 @@ describe("routes", () => {
       { name: "pr-9_web_green", weight: 10 },
     ]);
     expect(get(cluster("pr-9_web_green"), "load_assignment.endpoints")).toEqual([
-      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "web-green.pr-9.svc.cluster.local", port_value: 443 } } } }] },
+      {
+        lb_endpoints: [
+          {
+            endpoint: { address: { socket_address: { address: "web-green.pr-9.svc.cluster.local", port_value: 443 } } },
+          },
+        ],
+      },
     ]);
   });
 
@@ -69,7 +97,8 @@ describe("routes", () => {
   });
 
   it("limits each route to the service's rate limit shared across the gateway's pods, a pod's bucket holding its share at the minimum replicas", () => {
-    const limit = (route: Json) => (route.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
+    const limit = (route: Json) =>
+      (route.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
     const prod = (name: string) => limit(mainRoute(name));
     // prod: batch-driver 30 req/s, www 600, gateway replicas 3 (the autoscaler's minimum).
     expect(prod("batch-driver").token_bucket).toEqual({ max_tokens: 10, tokens_per_fill: 30, fill_interval: "1s" });
@@ -90,8 +119,12 @@ describe("routes", () => {
     // batch's /metrics route (authenticated on this gateway) and its main route: the same service, one name.
     expect((host("batch").routes as Json[]).map((r) => r.name)).toEqual(["default/batch", "default/batch"]);
     expect((host("dev").routes as Json[]).map((r) => r.name)).toEqual(["pr-7/batch", "pr-7/batch-driver", "pr-9/web"]);
-    const limit = ((host("batch").routes as Json[])[0]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"] as Json;
-    expect(limit.response_headers_to_add).toEqual([{ header: { key: "x-ratelimit-route", value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" }]);
+    const limit = ((host("batch").routes as Json[])[0]!.typed_per_filter_config as Json)[
+      "envoy.filters.http.local_ratelimit"
+    ] as Json;
+    expect(limit.response_headers_to_add).toEqual([
+      { header: { key: "x-ratelimit-route", value: "%ROUTE_NAME%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+    ]);
   });
 
   it("gives websocket services a longer idle timeout", () => {
@@ -101,7 +134,10 @@ describe("routes", () => {
 
   it("sets X-Real-IP from the downstream address and rewrites Host to the Service name", () => {
     expect(routeConfig().request_headers_to_add).toEqual([
-      { header: { key: "x-real-ip", value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+      {
+        header: { key: "x-real-ip", value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%" },
+        append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+      },
     ]);
     const action = get(mainRoute("batch"), "route") as Json;
     expect(action).toMatchObject({ auto_host_rewrite: true, append_x_forwarded_host: true });
@@ -124,17 +160,34 @@ describe("clusters", () => {
     });
     // Strict DNS: every address is an endpoint (all_addresses_in_single_endpoint would keep one pod); the
     // resolver is the bootstrap's (one per cluster would be a c-ares channel each).
-    for (const key of ["type", "respect_dns_ttl", "dns_refresh_rate", "dns_lookup_family", "typed_dns_resolver_config"]) expect(c, key).not.toHaveProperty(key);
+    for (const key of ["type", "respect_dns_ttl", "dns_refresh_rate", "dns_lookup_family", "typed_dns_resolver_config"])
+      expect(c, key).not.toHaveProperty(key);
     expect(c).not.toHaveProperty("cluster_type.typed_config.all_addresses_in_single_endpoint");
     expect(c).not.toHaveProperty("cluster_type.typed_config.typed_dns_resolver_config");
     expect(get(c, "load_assignment.endpoints")).toEqual([
-      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "batch-driver.pr-7.svc.cluster.local", port_value: 443 } } } }] },
+      {
+        lb_endpoints: [
+          {
+            endpoint: {
+              address: { socket_address: { address: "batch-driver.pr-7.svc.cluster.local", port_value: 443 } },
+            },
+          },
+        ],
+      },
     ]);
   });
 
   it("asks DNS for the address family and refresh rate the stack config sets", () => {
-    const c = withValue(withValue(minimalRaw(), "upstream.dnsLookupFamily", "V4_PREFERRED"), "upstream.dnsRefreshRate", "10s");
-    const g = renderGateway(parseStackConfig(c), buildRoutingTable(parseStackConfig(c), { "pr-1": ["batch"] }), "gateway");
+    const c = withValue(
+      withValue(minimalRaw(), "upstream.dnsLookupFamily", "V4_PREFERRED"),
+      "upstream.dnsRefreshRate",
+      "10s",
+    );
+    const g = renderGateway(
+      parseStackConfig(c),
+      buildRoutingTable(parseStackConfig(c), { "pr-1": ["batch"] }),
+      "gateway",
+    );
     for (const resource of g.documents.cds.resources as Json[]) {
       expect(get(resource, "cluster_type.typed_config.dns_lookup_family"), String(resource.name)).toBe("V4_PREFERRED");
       expect(get(resource, "cluster_type.typed_config.dns_refresh_rate"), String(resource.name)).toBe("10s");
@@ -146,7 +199,8 @@ describe("clusters", () => {
     const statics = (gateway().documents.bootstrap.static_resources as Json).clusters as Json[];
     const dnsStatics = statics.filter((c) => c.name !== "envoy-admin");
     expect(dnsStatics.map((c) => c.name)).toEqual(["ext-authz", "acme-solver", "gateway-pods"]);
-    for (const c of [...clusters.slice(1), ...dnsStatics]) expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
+    for (const c of [...clusters.slice(1), ...dnsStatics])
+      expect(c.cluster_type, String(c.name)).toBe(clusters[0]!.cluster_type);
     const cds = gateway().xds["cds.yaml"]!;
     expect(cds.match(/DnsCluster/g)).toHaveLength(1);
     const lines = cds.split("\n").filter((l) => l.startsWith("- "));
@@ -157,7 +211,13 @@ describe("clusters", () => {
   it("bounds every cluster: circuit breakers, outlier detection, buffer limits", () => {
     const c = cluster("default_batch");
     expect(get(c, "circuit_breakers.thresholds")).toEqual([
-      { max_connections: 1024, max_pending_requests: 1024, max_requests: 1024, retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: 3 }, track_remaining: true },
+      {
+        max_connections: 1024,
+        max_pending_requests: 1024,
+        max_requests: 1024,
+        retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: 3 },
+        track_remaining: true,
+      },
     ]);
     expect(c.outlier_detection).toEqual({ consecutive_5xx: 5, base_ejection_time: "30s", max_ejection_percent: 50 });
     expect(c.per_connection_buffer_limit_bytes).toBe(32768);
@@ -179,7 +239,10 @@ describe("clusters", () => {
     expect(get(tls, "validation_context_sds_secret_config.name")).toBe("upstream-ca");
     expect((tls.tls_certificate_sds_secret_configs as Json[])[0]!.name).toBe("upstream-client-cert");
     // SNI is the Service's DNS name (the cluster's host); the certificate's SAN must match it.
-    expect(get(cluster("default_batch"), "transport_socket.typed_config")).toMatchObject({ auto_host_sni: true, auto_sni_san_validation: true });
+    expect(get(cluster("default_batch"), "transport_socket.typed_config")).toMatchObject({
+      auto_host_sni: true,
+      auto_sni_san_validation: true,
+    });
   });
 
   it("treats dev upstreams as the stack says: verify in prod, encrypt-only in dev", () => {
@@ -188,7 +251,9 @@ describe("clusters", () => {
     const dev = stackConfig("dev");
     const devFiles = renderGateway(dev, buildRoutingTable(dev, { "pr-1": ["batch"] }), "gateway");
     const devCluster = (devFiles.documents.cds.resources as Json[]).find((c) => c.name === "pr-1_batch")!;
-    expect(get(devCluster, "transport_socket.typed_config.common_tls_context.validation_context")).toEqual({ trust_chain_verification: "ACCEPT_UNTRUSTED" });
+    expect(get(devCluster, "transport_socket.typed_config.common_tls_context.validation_context")).toEqual({
+      trust_chain_verification: "ACCEPT_UNTRUSTED",
+    });
     expect(get(devCluster, "transport_socket.typed_config")).toMatchObject({ auto_host_sni: true });
     expect(get(devCluster, "transport_socket.typed_config.auto_sni_san_validation")).toBeUndefined();
   });
@@ -203,9 +268,20 @@ describe("bootstrap", () => {
   const bootstrap = () => gateway().documents.bootstrap;
 
   it("keeps listeners static, loads clusters and routes from the watched xDS directory", () => {
-    expect(((bootstrap().static_resources as Json).listeners as Json[]).map((l) => l.name)).toEqual(["http", "https", "health", "metrics"]);
-    expect(get(bootstrap(), "dynamic_resources.cds_config.path_config_source")).toEqual({ path: "/etc/envoy/xds/cds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
-    expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({ path: "/etc/envoy/xds/rds.yaml", watched_directory: { path: "/etc/envoy/xds" } });
+    expect(((bootstrap().static_resources as Json).listeners as Json[]).map((l) => l.name)).toEqual([
+      "http",
+      "https",
+      "health",
+      "metrics",
+    ]);
+    expect(get(bootstrap(), "dynamic_resources.cds_config.path_config_source")).toEqual({
+      path: "/etc/envoy/xds/cds.yaml",
+      watched_directory: { path: "/etc/envoy/xds" },
+    });
+    expect(get(hcm(listener("https")), "rds.config_source.path_config_source")).toEqual({
+      path: "/etc/envoy/xds/rds.yaml",
+      watched_directory: { path: "/etc/envoy/xds" },
+    });
     expect(bootstrap().node).toEqual({ id: "gateway", cluster: "gateway" });
   });
 
@@ -214,12 +290,24 @@ describe("bootstrap", () => {
     const pods = ((bootstrap().static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
     expect(get(pods, "cluster_type.typed_config.respect_dns_ttl")).toBe(true);
     expect(get(pods, "load_assignment.endpoints")).toEqual([
-      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: "gateway-pods.default.svc.cluster.local", port_value: 8443 } } } }] },
+      {
+        lb_endpoints: [
+          {
+            endpoint: {
+              address: { socket_address: { address: "gateway-pods.default.svc.cluster.local", port_value: 8443 } },
+            },
+          },
+        ],
+      },
     ]);
     // Nothing is ever sent to it: no TLS, no route names it.
     expect(pods.transport_socket).toBeUndefined();
-    const internalPods = ((internal().documents.bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === "gateway-pods")!;
-    expect(get(internalPods, "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address")).toBe("internal-gateway-pods.default.svc.cluster.local");
+    const internalPods = ((internal().documents.bootstrap.static_resources as Json).clusters as Json[]).find(
+      (c) => c.name === "gateway-pods",
+    )!;
+    expect(
+      get(internalPods, "load_assignment.endpoints.0.lb_endpoints.0.endpoint.address.socket_address.address"),
+    ).toBe("internal-gateway-pods.default.svc.cluster.local");
   });
 
   it("keeps every stat but those of dev/PR clusters beyond what dashboards use, and defers cluster traffic stats", () => {
@@ -228,18 +316,55 @@ describe("bootstrap", () => {
     // What Envoy's StringMatcher does with each pattern (safe_regex: the whole name).
     const kept = (name: string) =>
       patterns.some((p) =>
-        p.prefix !== undefined ? name.startsWith(String(p.prefix)) : p.suffix !== undefined ? name.endsWith(String(p.suffix)) : new RegExp(`^(?:${String((p.safe_regex as Json).regex)})$`).test(name),
+        p.prefix !== undefined
+          ? name.startsWith(String(p.prefix))
+          : p.suffix !== undefined
+            ? name.endsWith(String(p.suffix))
+            : new RegExp(`^(?:${String((p.safe_regex as Json).regex)})$`).test(name),
       );
-    for (const name of ["http.https.downstream_rq_total", "listener.0.0.0.0_8443.downstream_cx_total", "server.memory_allocated", "cluster_manager.active_clusters", "http_local_rate_limiter.http_local_rate_limit.ok", "dev.http_local_rate_limit.rate_limited", "runtime.deprecated_feature_use"]) {
+    for (const name of [
+      "http.https.downstream_rq_total",
+      "listener.0.0.0.0_8443.downstream_cx_total",
+      "server.memory_allocated",
+      "cluster_manager.active_clusters",
+      "http_local_rate_limiter.http_local_rate_limit.ok",
+      "dev.http_local_rate_limit.rate_limited",
+      "runtime.deprecated_feature_use",
+    ]) {
       expect(kept(name), name).toBe(true);
     }
-    for (const name of ["cluster.default_www.upstream_rq_200", "cluster.default_batch_blue.ssl.handshake", "cluster.ext-authz.upstream_cx_total", "cluster.gateway-pods.membership_total", "cluster.envoy-admin.upstream_rq_time"]) {
+    for (const name of [
+      "cluster.default_www.upstream_rq_200",
+      "cluster.default_batch_blue.ssl.handshake",
+      "cluster.ext-authz.upstream_cx_total",
+      "cluster.gateway-pods.membership_total",
+      "cluster.envoy-admin.upstream_rq_time",
+    ]) {
       expect(kept(name), name).toBe(true);
     }
-    for (const stat of ["upstream_rq_total", "upstream_rq_2xx", "upstream_rq_5xx", "upstream_rq_time", "upstream_cx_active", "membership_healthy", "outlier_detection.ejections_active", "ClusterTrafficStats.initialized"]) {
+    for (const stat of [
+      "upstream_rq_total",
+      "upstream_rq_2xx",
+      "upstream_rq_5xx",
+      "upstream_rq_time",
+      "upstream_cx_active",
+      "membership_healthy",
+      "outlier_detection.ejections_active",
+      "ClusterTrafficStats.initialized",
+    ]) {
       expect(kept(`cluster.pr-7_batch.${stat}`), stat).toBe(true);
     }
-    for (const stat of ["upstream_rq_200", "external.upstream_rq_2xx", "external.upstream_rq_time", "upstream_cx_total", "upstream_cx_connect_ms", "circuit_breakers.default.remaining_rq", "ssl.handshake", "lb_healthy_panic", "outlier_detection.ejections_enforced_total"]) {
+    for (const stat of [
+      "upstream_rq_200",
+      "external.upstream_rq_2xx",
+      "external.upstream_rq_time",
+      "upstream_cx_total",
+      "upstream_cx_connect_ms",
+      "circuit_breakers.default.remaining_rq",
+      "ssl.handshake",
+      "lb_healthy_panic",
+      "outlier_detection.ejections_enforced_total",
+    ]) {
       expect(kept(`cluster.pr-7_batch.${stat}`), stat).toBe(false);
     }
     // A dev namespace whose name starts like the stack's namespace is still a dev one.
@@ -252,13 +377,21 @@ describe("bootstrap", () => {
       const re = new RegExp(`^(?:${notStartingWith(prefix)})$`);
       const alphabet = [...new Set([...prefix, "z"])];
       let names = [""];
-      for (let length = 1; length <= Math.min(prefix.length + 1, 5); length++) names = [...names, ...names.filter((n) => n.length === length - 1).flatMap((n) => alphabet.map((c) => n + c))];
-      for (const name of [...names.slice(1), prefix, `${prefix}rest`, prefix.slice(0, -1)]) expect(re.test(name), `${JSON.stringify(prefix)} against ${JSON.stringify(name)}`).toBe(!name.startsWith(prefix));
+      for (let length = 1; length <= Math.min(prefix.length + 1, 5); length++)
+        names = [...names, ...names.filter((n) => n.length === length - 1).flatMap((n) => alphabet.map((c) => n + c))];
+      for (const name of [...names.slice(1), prefix, `${prefix}rest`, prefix.slice(0, -1)])
+        expect(re.test(name), `${JSON.stringify(prefix)} against ${JSON.stringify(name)}`).toBe(
+          !name.startsWith(prefix),
+        );
     }
   });
 
   it("keeps every stat of every cluster, created with it, when stack config says so", () => {
-    const all = renderGateway({ ...config(), stats: { devClusters: "all", deferredCreation: false } }, table(), "gateway").documents.bootstrap;
+    const all = renderGateway(
+      { ...config(), stats: { devClusters: "all", deferredCreation: false } },
+      table(),
+      "gateway",
+    ).documents.bootstrap;
     expect(all.stats_config).toBeUndefined();
     expect(all.deferred_stat_options).toBeUndefined();
   });
@@ -266,15 +399,22 @@ describe("bootstrap", () => {
   it("resolves upstream names with one c-ares resolver for the gateway: the pod's DNS servers, no search-domain walk", () => {
     const cares = {
       name: "envoy.network.dns_resolver.cares",
-      typed_config: { "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig", dns_resolver_options: { no_default_search_domain: true } },
+      typed_config: {
+        "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
+        dns_resolver_options: { no_default_search_domain: true },
+      },
     };
     // In the pod: no resolvers, so c-ares takes the cluster DNS from resolv.conf (a harness address must never leak in here).
     expect(bootstrap().typed_dns_resolver_config).toEqual(cares);
     // Where a DNS server is given (the Envoy harness), it replaces resolv.conf's servers and nothing else.
-    const remapped = renderGateway(config(), table(), "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } }).documents.bootstrap;
+    const remapped = renderGateway(config(), table(), "gateway", { dnsResolver: { address: "127.0.0.1", port: 5353 } })
+      .documents.bootstrap;
     expect(remapped.typed_dns_resolver_config).toEqual({
       ...cares,
-      typed_config: { ...cares.typed_config, resolvers: [{ socket_address: { address: "127.0.0.1", port_value: 5353 } }] },
+      typed_config: {
+        ...cares.typed_config,
+        resolvers: [{ socket_address: { address: "127.0.0.1", port_value: 5353 } }],
+      },
     });
   });
 
@@ -294,7 +434,10 @@ describe("bootstrap", () => {
     ]);
     const authz = httpFilter(listener("https"), "envoy.filters.http.ext_authz")!;
     expect(authz).toMatchObject({ failure_mode_allow: false, status_on_error: { code: "ServiceUnavailable" } });
-    expect(get(authz, "http_service.server_uri")).toMatchObject({ uri: "https://auth.default.svc.cluster.local:443", cluster: "ext-authz" });
+    expect(get(authz, "http_service.server_uri")).toMatchObject({
+      uri: "https://auth.default.svc.cluster.local:443",
+      cluster: "ext-authz",
+    });
   });
 
   it("turns a 401 from auth into a 302; the Location is added by the first filter, only to ext_authz denials", () => {
@@ -311,24 +454,44 @@ describe("bootstrap", () => {
     expect(get(appended[0], "append.append_action")).toBe("ADD_IF_ABSENT");
     const value = get(appended[0], "append.header.value") as string;
     // One CEL command, so nothing else of the value is sent: empty (no header) unless ext_authz denied and the mapper made it a 302.
-    expect(value).toMatch(/^%CEL\(response\.code == 302 && response\.code_details == 'ext_authz_denied' \? .* : ''\)%$/);
+    expect(value).toMatch(
+      /^%CEL\(response\.code == 302 && response\.code_details == 'ext_authz_denied' \? .* : ''\)%$/,
+    );
     expect(value.indexOf(")%")).toBe(value.length - 2);
     expect(get(mutation, "mutations.formatters")).toEqual([
       {
         name: "envoy.formatter.cel",
-        typed_config: { "@type": "type.googleapis.com/envoy.extensions.formatter.cel.v3.Cel", cel_config: { enable_string_concat: true, enable_string_functions: true } },
+        typed_config: {
+          "@type": "type.googleapis.com/envoy.extensions.formatter.cel.v3.Cel",
+          cel_config: { enable_string_concat: true, enable_string_functions: true },
+        },
       },
     ]);
   });
 
   /** The login URL and the percent-encoding of the Location's CEL expression, read back as Envoy's CEL would evaluate them. */
   const locationOf = (g: ReturnType<typeof renderGateway>, url: string): string => {
-    const https = ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
-    const value = get((get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value") as string;
-    const literal = (l: string) => l.slice(1, -1).replace(/\\u([0-9a-f]{4})|\\U([0-9a-f]{8})/g, (_, u: string, U: string) => String.fromCodePoint(parseInt(u ?? U, 16)));
-    const m = /\? ('[^']*') \+ \('https:\/\/' \+ request\.host \+ request\.path\)((?:\.replace\('[^']*', '[^']*'\))+) : ''\)%$/.exec(value);
+    const https = ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find(
+      (l) => l.name === "https",
+    )!;
+    const value = get(
+      (get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0],
+      "append.header.value",
+    ) as string;
+    const literal = (l: string) =>
+      l
+        .slice(1, -1)
+        .replace(/\\u([0-9a-f]{4})|\\U([0-9a-f]{8})/g, (_, u: string, U: string) =>
+          String.fromCodePoint(parseInt(u ?? U, 16)),
+        );
+    const m =
+      /\? ('[^']*') \+ \('https:\/\/' \+ request\.host \+ request\.path\)((?:\.replace\('[^']*', '[^']*'\))+) : ''\)%$/.exec(
+        value,
+      );
     expect(m, value).not.toBeNull();
-    const replaces = [...m![2]!.matchAll(/\.replace\(('[^']*'), ('[^']*')\)/g)].map(([, from, to]) => [literal(from!), literal(to!)] as const);
+    const replaces = [...m![2]!.matchAll(/\.replace\(('[^']*'), ('[^']*')\)/g)].map(
+      ([, from, to]) => [literal(from!), literal(to!)] as const,
+    );
     return literal(m![1]!) + replaces.reduce((text, [from, to]) => text.replaceAll(from, to), url);
   };
 
@@ -349,18 +512,34 @@ describe("bootstrap", () => {
     const loginUrl = "https://auth.example.org/log(in)%20'x'?from=a%20b";
     const raw = withValue(minimalRaw(), "auth", { loginUrl });
     const files = renderGateway(parseStackConfig(raw), buildRoutingTable(parseStackConfig(raw)), "gateway");
-    expect(locationOf(files, "https://www.example.org/a?b=c")).toBe(`${loginUrl}&next=${encodeURIComponent("https://www.example.org/a?b=c")}`);
+    expect(locationOf(files, "https://www.example.org/a?b=c")).toBe(
+      `${loginUrl}&next=${encodeURIComponent("https://www.example.org/a?b=c")}`,
+    );
     // Its ( ) % ' are CEL escapes: none can end the literal or the %CEL(...)% command early.
-    const https = ((files.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
-    const value = get((get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value") as string;
-    expect(value).toContain("'https://auth.example.org/log\\u0028in\\u0029\\u002520\\u0027x\\u0027?from=a\\u002520b&next='");
+    const https = ((files.documents.bootstrap.static_resources as Json).listeners as Json[]).find(
+      (l) => l.name === "https",
+    )!;
+    const value = get(
+      (get(httpFilter(https, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0],
+      "append.header.value",
+    ) as string;
+    expect(value).toContain(
+      "'https://auth.example.org/log\\u0028in\\u0029\\u002520\\u0027x\\u0027?from=a\\u002520b&next='",
+    );
     // Beyond the Basic Multilingual Plane a character is one \U escape of 8 digits (CEL), not two of a surrogate pair.
     const astral = withValue(minimalRaw(), "auth", { loginUrl: "https://auth.example.org/login?from=\u{1F984}\u00e9" });
     const astralFiles = renderGateway(parseStackConfig(astral), buildRoutingTable(parseStackConfig(astral)), "gateway");
-    const astralHttps = ((astralFiles.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!;
-    expect(get((get(httpFilter(astralHttps, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[])[0], "append.header.value")).toContain(
-      "'https://auth.example.org/login?from=\\U0001f984\\u00e9&next='",
-    );
+    const astralHttps = ((astralFiles.documents.bootstrap.static_resources as Json).listeners as Json[]).find(
+      (l) => l.name === "https",
+    )!;
+    expect(
+      get(
+        (
+          get(httpFilter(astralHttps, "envoy.filters.http.header_mutation"), "mutations.response_mutations") as Json[]
+        )[0],
+        "append.header.value",
+      ),
+    ).toContain("'https://auth.example.org/login?from=\\U0001f984\\u00e9&next='");
   });
 
   it("hardens the edge as Envoy's guidance lists", () => {
@@ -371,7 +550,11 @@ describe("bootstrap", () => {
       merge_slashes: true,
       path_with_escaped_slashes_action: "UNESCAPE_AND_REDIRECT",
       common_http_protocol_options: { idle_timeout: "3600s", headers_with_underscores_action: "REJECT_REQUEST" },
-      http2_protocol_options: { max_concurrent_streams: 100, initial_stream_window_size: 65536, initial_connection_window_size: 1048576 },
+      http2_protocol_options: {
+        max_concurrent_streams: 100,
+        initial_stream_window_size: 65536,
+        initial_connection_window_size: 1048576,
+      },
       max_request_headers_kb: 60,
       stream_idle_timeout: "300s",
       request_timeout: "300s",
@@ -380,18 +563,29 @@ describe("bootstrap", () => {
     });
     expect(listener("https").per_connection_buffer_limit_bytes).toBe(32768);
     expect(get(bootstrap(), "overload_manager.resource_monitors")).toEqual([
-      { name: "envoy.resource_monitors.fixed_heap", typed_config: expect.objectContaining({ max_heap_size_bytes: Math.floor(2 * 2 ** 30 * 0.8) }) },
-      { name: "envoy.resource_monitors.global_downstream_max_connections", typed_config: expect.objectContaining({ max_active_downstream_connections: 50000 }) },
+      {
+        name: "envoy.resource_monitors.fixed_heap",
+        typed_config: expect.objectContaining({ max_heap_size_bytes: Math.floor(2 * 2 ** 30 * 0.8) }),
+      },
+      {
+        name: "envoy.resource_monitors.global_downstream_max_connections",
+        typed_config: expect.objectContaining({ max_active_downstream_connections: 50000 }),
+      },
     ]);
   });
 
   it("logs a JSON line per request on the client-facing listeners, or nothing when edge.accessLog is off", () => {
-    const log = (g: Json, name: string) => get(hcm(((g.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!), "access_log") as Json[] | undefined;
+    const log = (g: Json, name: string) =>
+      get(hcm(((g.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!), "access_log") as
+        Json[] | undefined;
     for (const name of ["https", "http"]) {
-      expect(log(bootstrap(), name)!.map((l) => get(l, "typed_config.@type"))).toEqual(["type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"]);
+      expect(log(bootstrap(), name)!.map((l) => get(l, "typed_config.@type"))).toEqual([
+        "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+      ]);
     }
     expect(get(log(bootstrap(), "https")![0], "typed_config.log_format.json_format.status")).toBe("%RESPONSE_CODE%");
-    const off = renderGateway({ ...config(), edge: { ...config().edge, accessLog: "off" } }, table(), "gateway").documents.bootstrap;
+    const off = renderGateway({ ...config(), edge: { ...config().edge, accessLog: "off" } }, table(), "gateway")
+      .documents.bootstrap;
     for (const name of ["https", "http"]) expect(log(off, name), name).toBeUndefined();
   });
 
@@ -399,7 +593,9 @@ describe("bootstrap", () => {
     const tls = get(listener("https"), "filter_chains") as Json[];
     const ctx = get(tls[0], "transport_socket.typed_config.common_tls_context") as Json;
     expect(get(ctx, "tls_params.tls_minimum_protocol_version")).toBe("TLSv1_2");
-    expect((get(ctx, "tls_params.cipher_suites") as string[]).every((c) => c.startsWith("ECDHE-") && /GCM|CHACHA20/.test(c))).toBe(true);
+    expect(
+      (get(ctx, "tls_params.cipher_suites") as string[]).every((c) => c.startsWith("ECDHE-") && /GCM|CHACHA20/.test(c)),
+    ).toBe(true);
     expect(gateway().bootstrap["sds-server-cert.yaml"]).toContain('"/etc/envoy/tls/server/tls.crt"');
   });
 
@@ -409,7 +605,8 @@ describe("bootstrap", () => {
       { match: { prefix: "/.well-known/acme-challenge/" }, route: { cluster: "acme-solver", timeout: "10s" } },
       { match: { prefix: "/" }, redirect: { https_redirect: true } },
     ]);
-    const internalRoutes = (get(hcm(listener("http", internal())), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
+    const internalRoutes = (get(hcm(listener("http", internal())), "route_config.virtual_hosts") as Json[])[0]!
+      .routes as Json[];
     expect(internalRoutes).toEqual([{ match: { prefix: "/" }, redirect: { https_redirect: true } }]);
   });
 
@@ -417,14 +614,21 @@ describe("bootstrap", () => {
     expect(get(bootstrap(), "admin.address.socket_address.address")).toBe("127.0.0.1");
     const routes = (get(hcm(listener("metrics")), "route_config.virtual_hosts") as Json[])[0]!.routes as Json[];
     expect(routes).toEqual([
-      { match: { path: "/stats/prometheus", headers: [{ name: ":method", string_match: { exact: "GET" } }] }, route: { cluster: "envoy-admin", timeout: "10s" } },
+      {
+        match: { path: "/stats/prometheus", headers: [{ name: ":method", string_match: { exact: "GET" } }] },
+        route: { cluster: "envoy-admin", timeout: "10s" },
+      },
       { match: { prefix: "/" }, direct_response: { status: 404 } },
     ]);
   });
 });
 
 /** The gateway documents of the minimal stack with `changes` (dotted paths) applied. */
-function renderWith(changes: Record<string, unknown>, namespaces: Record<string, string[]> = { "pr-1": ["batch"] }, gatewayName: "gateway" | "internal-gateway" = "gateway") {
+function renderWith(
+  changes: Record<string, unknown>,
+  namespaces: Record<string, string[]> = { "pr-1": ["batch"] },
+  gatewayName: "gateway" | "internal-gateway" = "gateway",
+) {
   let raw = minimalRaw();
   for (const [path, value] of Object.entries(changes)) raw = withValue(raw, path, value);
   const c = parseStackConfig(raw);
@@ -432,8 +636,10 @@ function renderWith(changes: Record<string, unknown>, namespaces: Record<string,
 }
 const hostsOf = (g: ReturnType<typeof renderGateway>) => (g.documents.rds.resources[0] as Json).virtual_hosts as Json[];
 const hostOf = (g: ReturnType<typeof renderGateway>, name: string) => hostsOf(g).find((h) => h.name === name)!;
-const listenerOf = (g: ReturnType<typeof renderGateway>, name: string) => ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
-const httpFilterNames = (g: ReturnType<typeof renderGateway>) => (hcm(listenerOf(g, "https")).http_filters as Json[]).map((f) => f.name);
+const listenerOf = (g: ReturnType<typeof renderGateway>, name: string) =>
+  ((g.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === name)!;
+const httpFilterNames = (g: ReturnType<typeof renderGateway>) =>
+  (hcm(listenerOf(g, "https")).http_filters as Json[]).map((f) => f.name);
 
 describe("a production service's /metrics", () => {
   it("requires ext_authz on the external gateway: a route before / with the same action and rate limit, ext_authz on again", () => {
@@ -442,21 +648,37 @@ describe("a production service's /metrics", () => {
     // The same action object (written once): the metrics route cannot drift from the service's route.
     expect(routes[0]!.route).toBe(routes[1]!.route);
     expect(routes[0]!.typed_per_filter_config).toEqual({
-      "envoy.filters.http.ext_authz": { "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute", check_settings: {} },
-      "envoy.filters.http.local_ratelimit": (routes[1]!.typed_per_filter_config as Json)["envoy.filters.http.local_ratelimit"],
+      "envoy.filters.http.ext_authz": {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute",
+        check_settings: {},
+      },
+      "envoy.filters.http.local_ratelimit": (routes[1]!.typed_per_filter_config as Json)[
+        "envoy.filters.http.local_ratelimit"
+      ],
     });
     // The rest of the host keeps ext_authz off.
-    expect((host("batch").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"]).toMatchObject({ disabled: true });
+    expect((host("batch").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"]).toMatchObject({
+      disabled: true,
+    });
     // A service without a rate limit: ext_authz only.
     const unlimited = renderWith({}).documents;
     const notebook = ((unlimited.rds.resources[0] as Json).virtual_hosts as Json[]).find((h) => h.name === "notebook")!;
-    expect(Object.keys((notebook.routes as Json[])[0]!.typed_per_filter_config as Json)).toEqual(["envoy.filters.http.ext_authz"]);
+    expect(Object.keys((notebook.routes as Json[])[0]!.typed_per_filter_config as Json)).toEqual([
+      "envoy.filters.http.ext_authz",
+    ]);
   });
 
   it("is left alone on the internal gateway: a setting of each gateway (authenticateMetrics), not its name", () => {
     expect((host("batch", internal()).routes as Json[]).map((r) => r.match)).toEqual([{ prefix: "/" }]);
-    const swapped = renderWith({ "gateways.gateway.authenticateMetrics": false, "gateways.internal-gateway.authenticateMetrics": true }, {}, "internal-gateway");
-    expect((hostOf(swapped, "batch").routes as Json[]).map((r) => r.match)).toEqual([{ path_separated_prefix: "/metrics" }, { prefix: "/" }]);
+    const swapped = renderWith(
+      { "gateways.gateway.authenticateMetrics": false, "gateways.internal-gateway.authenticateMetrics": true },
+      {},
+      "internal-gateway",
+    );
+    expect((hostOf(swapped, "batch").routes as Json[]).map((r) => r.match)).toEqual([
+      { path_separated_prefix: "/metrics" },
+      { prefix: "/" },
+    ]);
     const off = renderWith({ "gateways.gateway.authenticateMetrics": false });
     expect((hostOf(off, "batch").routes as Json[]).map((r) => r.match)).toEqual([{ prefix: "/" }]);
   });
@@ -469,24 +691,43 @@ describe("a production service's /metrics", () => {
     ]);
     const c = parseStackConfig(raw);
     const [g, i] = renderGateways(c, buildRoutingTable(c));
-    const matches = (files: ReturnType<typeof renderGateway>, name: string) => (hostOf(files, name).routes as Json[]).map((r) => Object.values(r.match as Json)[0]);
-    expect([matches(g!, "www"), matches(g!, "batch"), matches(g!, "ci")]).toEqual([["/"], ["/metrics", "/"], ["/metrics", "/"]]);
+    const matches = (files: ReturnType<typeof renderGateway>, name: string) =>
+      (hostOf(files, name).routes as Json[]).map((r) => Object.values(r.match as Json)[0]);
+    expect([matches(g!, "www"), matches(g!, "batch"), matches(g!, "ci")]).toEqual([
+      ["/"],
+      ["/metrics", "/"],
+      ["/metrics", "/"],
+    ]);
     expect([matches(i!, "www"), matches(i!, "batch"), matches(i!, "ci")]).toEqual([["/"], ["/metrics", "/"], ["/"]]);
   });
 
   it("keeps ext_authz (its filter, cluster and login redirect) where only /metrics needs it, and turns it off for dev routes", () => {
     const files = renderWith({ "gateways.gateway.authenticateDevRoutes": false });
-    expect(httpFilterNames(files)).toEqual(["envoy.filters.http.header_mutation", "envoy.filters.http.ext_authz", "envoy.filters.http.local_ratelimit", "envoy.filters.http.router"]);
-    expect(((files.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).toContain("ext-authz");
+    expect(httpFilterNames(files)).toEqual([
+      "envoy.filters.http.header_mutation",
+      "envoy.filters.http.ext_authz",
+      "envoy.filters.http.local_ratelimit",
+      "envoy.filters.http.router",
+    ]);
+    expect(((files.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).toContain(
+      "ext-authz",
+    );
     expect(hcm(listenerOf(files, "https")).local_reply_config).toBeDefined();
-    expect((hostOf(files, "dev").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"]).toMatchObject({ disabled: true });
+    expect((hostOf(files, "dev").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"]).toMatchObject({
+      disabled: true,
+    });
     // Dev routes authenticated (the default): no per-route config turns ext_authz off on the dev host.
     expect(hostOf(renderWith({}), "dev").typed_per_filter_config).toBeUndefined();
     // Nothing needs it: no filter, no login redirect, no auth cluster, nothing turned off.
-    const none = renderWith({ "gateways.gateway.authenticateDevRoutes": false, "gateways.gateway.authenticateMetrics": false });
+    const none = renderWith({
+      "gateways.gateway.authenticateDevRoutes": false,
+      "gateways.gateway.authenticateMetrics": false,
+    });
     expect(httpFilterNames(none)).toEqual(["envoy.filters.http.local_ratelimit", "envoy.filters.http.router"]);
     expect(hcm(listenerOf(none, "https")).local_reply_config).toBeUndefined();
-    expect(((none.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).not.toContain("ext-authz");
+    expect(((none.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).not.toContain(
+      "ext-authz",
+    );
     expect(hostsOf(none).every((h) => h.typed_per_filter_config === undefined)).toBe(true);
   });
 });
@@ -510,12 +751,23 @@ describe("browser security headers", () => {
   it("take a service's overrides: another header, a default dropped, one replacing the service's own", () => {
     const files = renderWith({
       services: [
-        { name: "www", replicas: 2, securityHeaders: { "x-frame-options": "DENY", "referrer-policy": false, "strict-transport-security": { value: "max-age=60", replace: true } } },
+        {
+          name: "www",
+          replicas: 2,
+          securityHeaders: {
+            "x-frame-options": "DENY",
+            "referrer-policy": false,
+            "strict-transport-security": { value: "max-age=60", replace: true },
+          },
+        },
         { name: "batch", replicas: 2 },
       ],
     });
     expect(hostOf(files, "www").response_headers_to_add).toEqual([
-      { header: { key: "strict-transport-security", value: "max-age=60" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+      {
+        header: { key: "strict-transport-security", value: "max-age=60" },
+        append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+      },
       { header: { key: "x-content-type-options", value: "nosniff" }, append_action: "ADD_IF_ABSENT" },
       { header: { key: "x-frame-options", value: "DENY" }, append_action: "ADD_IF_ABSENT" },
     ]);
@@ -525,13 +777,32 @@ describe("browser security headers", () => {
   });
 
   it("merge a gateway's own over the defaults, and escape % so Envoy does not read it as a command", () => {
-    const files = renderWith({ "gateways.gateway.securityHeaders": { "referrer-policy": false, "content-security-policy": "img-src data: 'self' https://x.org/a%20b" } });
+    const files = renderWith({
+      "gateways.gateway.securityHeaders": {
+        "referrer-policy": false,
+        "content-security-policy": "img-src data: 'self' https://x.org/a%20b",
+      },
+    });
     expect(hostOf(files, "batch").response_headers_to_add).toEqual([
-      { header: { key: "content-security-policy", value: "img-src data: 'self' https://x.org/a%%20b" }, append_action: "ADD_IF_ABSENT" },
+      {
+        header: { key: "content-security-policy", value: "img-src data: 'self' https://x.org/a%%20b" },
+        append_action: "ADD_IF_ABSENT",
+      },
       defaults[1],
       defaults[2],
     ]);
-    expect(hostOf(renderWith({ "gateways.gateway.securityHeaders": { "strict-transport-security": false, "x-content-type-options": false, "referrer-policy": false } }), "batch").response_headers_to_add).toBeUndefined();
+    expect(
+      hostOf(
+        renderWith({
+          "gateways.gateway.securityHeaders": {
+            "strict-transport-security": false,
+            "x-content-type-options": false,
+            "referrer-policy": false,
+          },
+        }),
+        "batch",
+      ).response_headers_to_add,
+    ).toBeUndefined();
   });
 });
 
@@ -544,19 +815,34 @@ describe("retries", () => {
     expect(policy).toEqual({
       retry_on: safe,
       num_retries: 2,
-      retry_host_predicate: [{ name: "envoy.retry_host_predicates.previous_hosts", typed_config: { "@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate" } }],
+      retry_host_predicate: [
+        {
+          name: "envoy.retry_host_predicates.previous_hosts",
+          typed_config: {
+            "@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate",
+          },
+        },
+      ],
       host_selection_retry_max_attempts: 3,
     });
     for (const h of hosts()) expect(h.retry_policy, String(h.name)).toBe(policy);
     expect(gateway().xds["rds.yaml"]!.match(/reset-before-request/g)).toHaveLength(1);
     // Not per route: a dev route costs no bytes for it.
-    expect((host("dev").routes as Json[]).every((r) => r.route && (r.route as Json).retry_policy === undefined)).toBe(true);
+    expect((host("dev").routes as Json[]).every((r) => r.route && (r.route as Json).retry_policy === undefined)).toBe(
+      true,
+    );
   });
 
   it("retry resets before any response only for the idempotent methods, through x-envoy-retry-on added before the router reads its policy", () => {
     const headers = host("batch").request_headers_to_add as Json[];
     expect(headers).toEqual([
-      { header: { key: "x-envoy-retry-on", value: "%CEL(request.method in ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'] ? 'reset' : '')%" }, append_action: "OVERWRITE_IF_EXISTS_OR_ADD" },
+      {
+        header: {
+          key: "x-envoy-retry-on",
+          value: "%CEL(request.method in ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'] ? 'reset' : '')%",
+        },
+        append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+      },
     ]);
     expect(host("dev").request_headers_to_add).toBe(headers);
   });
@@ -574,8 +860,12 @@ describe("retries", () => {
     expect(hostOf(files, "www").request_headers_to_add).toBeUndefined();
     expect(hostOf(files, "batch").retry_policy).toMatchObject({ retry_on: safe, num_retries: 4 });
     expect(hostOf(files, "batch").request_headers_to_add).toBeUndefined();
-    expect(get((hostOf(files, "ci").request_headers_to_add as Json[])[0], "header.value")).toBe("%CEL(request.method in ['GET'] ? 'reset' : '')%");
-    expect(get((files.documents.cds.resources as Json[])[0], "circuit_breakers.thresholds")).toMatchObject([{ retry_budget: { budget_percent: { value: 50 }, min_retry_concurrency: 3 } }]);
+    expect(get((hostOf(files, "ci").request_headers_to_add as Json[])[0], "header.value")).toBe(
+      "%CEL(request.method in ['GET'] ? 'reset' : '')%",
+    );
+    expect(get((files.documents.cds.resources as Json[])[0], "circuit_breakers.thresholds")).toMatchObject([
+      { retry_budget: { budget_percent: { value: 50 }, min_retry_concurrency: 3 } },
+    ]);
   });
 });
 
@@ -587,9 +877,21 @@ describe("route timeouts", () => {
   });
 
   it("let a service opt out with routeTimeout 0s, or set its own bound, leaving the others at the default", () => {
-    const files = renderWith({ services: [{ name: "www", replicas: 2, routeTimeout: "0s" }, { name: "batch", replicas: 2, routeTimeout: "30m" }, { name: "ci", replicas: 2 }], upstream: { routeTimeout: "45s" } });
+    const files = renderWith({
+      services: [
+        { name: "www", replicas: 2, routeTimeout: "0s" },
+        { name: "batch", replicas: 2, routeTimeout: "30m" },
+        { name: "ci", replicas: 2 },
+      ],
+      upstream: { routeTimeout: "45s" },
+    });
     const timeout = (name: string) => (hostOf(files, name).routes as Json[]).map((r) => get(r, "route.timeout"));
-    expect([timeout("www"), timeout("batch"), timeout("ci"), timeout("dev")]).toEqual([["0s", "0s"], ["1800s", "1800s"], ["45s", "45s"], ["45s"]]);
+    expect([timeout("www"), timeout("batch"), timeout("ci"), timeout("dev")]).toEqual([
+      ["0s", "0s"],
+      ["1800s", "1800s"],
+      ["45s", "45s"],
+      ["45s"],
+    ]);
   });
 });
 
@@ -599,11 +901,18 @@ describe("connection limits of the public listeners", () => {
     const first = (name: string, g = gateway()) => networkFilters(listener(name, g))[0]!;
     expect(first("https")).toEqual({
       name: "envoy.filters.network.connection_limit",
-      typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit", stat_prefix: "https", max_connections: 45000 },
+      typed_config: {
+        "@type": "type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit",
+        stat_prefix: "https",
+        max_connections: 45000,
+      },
     });
     expect(get(first("http"), "typed_config")).toMatchObject({ stat_prefix: "http", max_connections: 5000 });
     // Health and metrics are the kubelet's and Prometheus's: neither capped here nor by the overload manager.
-    for (const name of ["health", "metrics"]) expect(networkFilters(listener(name)).map((f) => f.name)).toEqual(["envoy.filters.network.http_connection_manager"]);
+    for (const name of ["health", "metrics"])
+      expect(networkFilters(listener(name)).map((f) => f.name)).toEqual([
+        "envoy.filters.network.http_connection_manager",
+      ]);
     const files = renderWith({ edge: { maxConnections: 1000, httpMaxConnections: 20 } });
     expect(get(networkFilters(listenerOf(files, "https"))[0], "typed_config.max_connections")).toBe(980);
     expect(get(networkFilters(listenerOf(files, "http"))[0], "typed_config.max_connections")).toBe(20);

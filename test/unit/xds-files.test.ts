@@ -15,15 +15,23 @@ const config = eachTest(() => stackConfig("prod"));
 
 describe("xDS files", () => {
   it("read back (anchors expanded, !ignore dropped) exactly as the documents", () => {
-    const docs = translateGateway(config(), buildRoutingTable(config(), fiftyNamespaces(), "dev namespaces", FIFTY_NAMESPACES_AT), "gateway");
-    for (const doc of [docs.cds, docs.rds]) expect(parseEnvoyYaml(toXdsYaml(doc))).toEqual(JSON.parse(JSON.stringify(doc)));
+    const docs = translateGateway(
+      config(),
+      buildRoutingTable(config(), fiftyNamespaces(), "dev namespaces", FIFTY_NAMESPACES_AT),
+      "gateway",
+    );
+    for (const doc of [docs.cds, docs.rds])
+      expect(parseEnvoyYaml(toXdsYaml(doc))).toEqual(JSON.parse(JSON.stringify(doc)));
   });
 
   it("quote every string, so names like no, on and y stay strings under YAML 1.1 rules (as Envoy reads them)", () => {
     const docs = translateGateway(config(), buildRoutingTable(config(), { no: ["on", "y"], off: ["yes"] }), "gateway");
     for (const doc of [docs.cds, docs.rds]) {
       const text = toXdsYaml(doc);
-      const yaml11 = parse(text.replace(/^!ignore anchors:/m, "anchors:"), { version: "1.1", maxAliasCount: -1 }) as Record<string, unknown>;
+      const yaml11 = parse(text.replace(/^!ignore anchors:/m, "anchors:"), {
+        version: "1.1",
+        maxAliasCount: -1,
+      }) as Record<string, unknown>;
       delete yaml11.anchors;
       expect(yaml11).toEqual(JSON.parse(JSON.stringify(doc)));
     }
