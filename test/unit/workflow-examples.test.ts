@@ -180,6 +180,7 @@ describe("the example GitHub Actions workflows", () => {
   it("roll out with pulumi up from main, one at a time, with the same policy pack and config", () => {
     const w = workflow("rollout.yml");
     expect(w.on.push).toEqual({ branches: ["main"] });
+    expect(w.jobs.up!.if).toBe("github.ref == 'refs/heads/main'");
     expect(w.concurrency).toEqual({ group: "envoy-gateways-rollout-prod", "cancel-in-progress": false });
     expect(pulumiStep("rollout.yml").with).toMatchObject({
       command: "up",
@@ -196,6 +197,7 @@ describe("the example GitHub Actions workflows", () => {
       workflow_dispatch: null,
     });
     expect(w.concurrency).toEqual({ group: "envoy-gateways-sync-routes-prod", "cancel-in-progress": false });
+    expect(w.jobs.sync!.if).toBe("github.ref == 'refs/heads/main'");
     const runs = stepsOf(w).map((s) => s.run ?? "");
     const npmCi = runs.findIndex((r) => r.startsWith("npm ci"));
     const sync = runs.findIndex((r) => /sync-routes.* --stack prod$/m.test(r));
