@@ -22,6 +22,8 @@
 #                  pulumi-resource-pulumi-nodejs dynamic-provider launcher from @pulumi/pulumi
 #   pulumi-kubernetes-<v>/bin/...               Kubernetes provider             (tools/pulumi-kubernetes)
 #   pulumi-home/                                PULUMI_HOME with that provider registered
+#   actionlint-<v>/bin/actionlint               github.com/rhysd/actionlint     (tools/actionlint): lints the
+#                                               example workflows (test/unit/workflow-examples.test.ts)
 #
 # Every entry is built in a temporary directory next to it and renamed into place, so an
 # interrupted build never leaves a half entry behind. Go's module and build caches live
@@ -29,7 +31,7 @@
 #
 # Usage: scripts/build-components.sh [--rebuild NAME]... [--only NAME]...
 #   NAME: envoy envoy-api etcd kubernetes kubernetes-node coredns pod-images pulumi
-#   pulumi-kubernetes pulumi-home (or all, for --rebuild); --only builds just the entries
+#   pulumi-kubernetes pulumi-home actionlint (or all, for --rebuild); --only builds just the entries
 #   named (setup builds envoy-api, which `npm ci` needs, before the entries that need
 #   node_modules).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -300,6 +302,15 @@ build_pulumi_home() {
   [[ "$listing" == *kubernetes*"$PULUMI_KUBERNETES_VERSION"* ]] || { log "plugin ls: $listing"; return 1; }
 }
 
+# --- actionlint (lints docs/examples/github-actions/ in the unit tests) ----------------------
+# It runs shellcheck on `run:` scripts when shellcheck is on PATH (scripts/install-test-tools.sh).
+build_actionlint() {
+  local out="$1"
+  go_build actionlint "$out" "-X github.com/rhysd/actionlint.version=v$ACTIONLINT_VERSION" \
+    github.com/rhysd/actionlint/cmd/actionlint
+  check_output "v$ACTIONLINT_VERSION" "$out/bin/actionlint" -version
+}
+
 total_start=$SECONDS
 log "cache: $EG_CACHE"
 
@@ -312,6 +323,7 @@ require_module_version pulumi github.com/pulumi/pulumi/pkg/v3 "v$PULUMI_VERSION"
 require_module_version pulumi github.com/pulumi/pulumi/sdk/v3 "v$PULUMI_VERSION"
 require_module_version pulumi-language-nodejs "$PULUMI_LANGUAGE_NODEJS_MODULE" "$PULUMI_LANGUAGE_NODEJS_MODULE_VERSION"
 require_module_version pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4 "$PULUMI_KUBERNETES_MODULE"
+require_module_version actionlint github.com/rhysd/actionlint "v$ACTIONLINT_VERSION"
 
 install_entry envoy "$(dirname "$(envoy_bin_dir)")" "$(fingerprint envoy "" "$ENVOY_VERSION")"
 install_entry envoy-api "$(dirname "$(envoy_api_file)")" "$(fingerprint envoy-api envoy-api "$ENVOY_VERSION")"
@@ -330,5 +342,6 @@ install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \
 kubernetes_provider_print="$(fingerprint pulumi-kubernetes pulumi-kubernetes "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE")"
 install_entry pulumi-kubernetes "$(dirname "$(pulumi_kubernetes_bin_dir)")" "$kubernetes_provider_print"
 install_entry pulumi-home "$(pulumi_home_dir)" "$(fingerprint pulumi-home "" "$PULUMI_VERSION" "$kubernetes_provider_print")"
+install_entry actionlint "$(dirname "$(actionlint_bin_dir)")" "$(fingerprint actionlint actionlint "$ACTIONLINT_VERSION")"
 
 log "all components ready in $EG_CACHE ($((SECONDS - total_start))s)"

@@ -2,7 +2,8 @@
 # Installs the Debian packages the Envoy end-to-end harness and the gateway
 # benchmark need: dnsmasq (cluster DNS stand-in), nginx (the old gateway and a
 # tuned peer, for the benchmark), haproxy (the other tuned peer), wrk and h2load
-# (load), openssl (test CA and TLS probes), curl.
+# (load), openssl (test CA and TLS probes), curl, and shellcheck (actionlint runs it on
+# the example workflows' `run:` scripts in the unit tests).
 # Idempotent: packages already installed are left alone, and nothing is fetched
 # when every command is already there. Run as root (or with sudo available).
 set -euo pipefail
@@ -17,12 +18,13 @@ declare -A PACKAGE_OF=(
   [h2load]=nghttp2-client
   [openssl]=openssl
   [curl]=curl
+  [shellcheck]=shellcheck
 )
 
 have() { command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" ]]; }
 
 missing=()
-for cmd in dnsmasq nginx haproxy wrk h2load openssl curl; do
+for cmd in dnsmasq nginx haproxy wrk h2load openssl curl shellcheck; do
   if have "$cmd"; then
     echo "install-test-tools: $cmd already installed ($(command -v "$cmd" || echo "/usr/sbin/$cmd"))"
   else
@@ -57,7 +59,7 @@ for pkg_service in nginx-light:nginx haproxy:haproxy; do
   fi
 done
 
-for cmd in dnsmasq nginx haproxy wrk h2load openssl curl; do
+for cmd in dnsmasq nginx haproxy wrk h2load openssl curl shellcheck; do
   if ! have "$cmd"; then echo "install-test-tools: $cmd still missing after install" >&2; exit 1; fi
 done
 echo "install-test-tools: done"

@@ -68,6 +68,8 @@ pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
 pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
 # PULUMI_HOME with the Kubernetes provider registered (plugins/resource-kubernetes-v<version>).
 pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
+# actionlint, which the unit tests run on docs/examples/github-actions/.
+actionlint_bin_dir()   { echo "$EG_CACHE/actionlint-$ACTIONLINT_VERSION/bin"; }
 
 # setup_project [test-tools]: Node 22, the npm packages (npm ci on a fresh clone or in
 # CI), the Debian packages of the local node (containerd, runc, CNI plugins) and the

@@ -42,6 +42,8 @@ export interface Components {
   kubeScheduler: string;
   coredns: string;
   podImages: string;
+  /** actionlint, which the unit tests run on the example GitHub Actions workflows. */
+  actionlint: string;
 }
 
 function pick(versions: Record<string, string>, key: string): string {
@@ -71,6 +73,7 @@ export function componentPaths(): Components {
     kubeScheduler: join(bin(`kubernetes-node-${pick(v, "KUBERNETES_VERSION")}`), "kube-scheduler"),
     coredns: join(bin(`coredns-${pick(v, "COREDNS_VERSION")}`), "coredns"),
     podImages: join(cache, "pod-images"),
+    actionlint: join(bin(`actionlint-${pick(v, "ACTIONLINT_VERSION")}`), "actionlint"),
   };
 }
 
@@ -100,4 +103,17 @@ export function requireComponents(): Components {
     );
   }
   return c;
+}
+
+/** The cached actionlint binary, or an error naming the command that builds it. */
+export function requireActionlint(): string {
+  const { actionlint, versions } = componentPaths();
+  if (!existsSync(actionlint)) {
+    throw new Error(
+      `actionlint ${versions.ACTIONLINT_VERSION} is missing from the cache ${cacheDir()}: ${actionlint}\n` +
+        `build it with: bash scripts/build-components.sh --only actionlint (from ${repoRoot}; ` +
+        `bash scripts/setup.sh builds it too)`,
+    );
+  }
+  return actionlint;
 }
