@@ -40,6 +40,7 @@ export default {
       "report",
     ]),
     "route-sync/lock.ts",
+    "route-sync/serial-runner.ts",
     "policy/policies.ts",
     "program/stack.ts",
     "components/*.ts",

@@ -7,8 +7,11 @@
 //  - record: an engine run records the latest written snapshot in state,
 //    one at a time; changes that arrive while it runs, or while it waits for
 //    the stack lock, are written live and coalesced into the next record.
-// A failed step is retried with backoff; while a traffic shift moves, a
-// timer re-renders so the weights follow.
+// Each of the two runs one step at a time through its own serial runner
+// (serial-runner.ts), which coalesces requests and retries a failed step with
+// backoff; while a traffic shift moves, a timer re-renders so the weights
+// follow. stop() starts nothing more: the steps in progress finish, and a
+// written snapshot left unrecorded is said.
 import type { Stack } from "@pulumi/pulumi/automation";
 import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
@@ -29,6 +32,7 @@ import {
   type SyncOptions,
 } from "./sync.js";
 import type { LockWait } from "./lock.js";
+import { serialRunner } from "./serial-runner.js";
 import { RoutesInputError } from "../routes-provider/core.js";
 
 export interface WatchOptions {
@@ -58,7 +62,6 @@ export function watchRoutes(
 ): Watcher {
   let sync = start.sync;
   let state = start.state;
-  const retry = options.retry ?? { firstMs: 2000, maxMs: 5 * 60_000 };
   const syncOptions: SyncOptions = { log: options.log, ...(options.lock ? { lock: options.lock } : {}) };
   // What each routes resource's ConfigMap holds (as far as this process knows), and the routes that gives.
   const written: Record<string, string> = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
@@ -67,67 +70,56 @@ export function watchRoutes(
   let caughtUp = false;
   let stopping = false;
   let debounce: NodeJS.Timeout | undefined;
+  /** Why the next live step runs, and since when a change waits for it. */
   let reasons: string[] = [];
   let firstSeen: number | undefined;
-  let liveRunning: Promise<void> | undefined;
-  let liveAgain = false;
-  let liveDelay = retry.firstMs;
+  /** The latest written snapshot not yet recorded (or being recorded). */
   let pending: SyncSnapshot | undefined;
-  let recordRunning: Promise<void> | undefined;
-  let recordDelay = retry.firstMs;
-  let recordTimer: NodeJS.Timeout | undefined;
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
-  const idle = () => {
-    if (stopping && !liveRunning && !recordRunning) finish();
-  };
 
-  const schedule = (why: string, delayMs = options.debounceMs) => {
-    if (stopping) return;
+  const noteChange = (why: string) => {
     firstSeen ??= Date.now();
     if (!reasons.includes(why)) reasons.push(why);
+  };
+  const schedule = (why: string, delayMs = options.debounceMs) => {
+    if (stopping) return;
+    noteChange(why);
     clearTimeout(debounce);
     debounce = setTimeout(() => {
       debounce = undefined;
-      void runLive();
+      liveRunner.request();
     }, delayMs);
   };
 
-  /** Step 1, never two at once: render from the informers' caches, write what changed. */
-  const runLive = async (): Promise<void> => {
-    if (liveRunning) {
-      liveAgain = true;
-      return;
-    }
-    liveRunning = (async () => {
-      do {
-        liveAgain = false;
-        const seen = firstSeen ?? Date.now();
-        const why =
-          reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
-        firstSeen = undefined;
-        reasons = [];
-        try {
-          await liveStep(objects, seen, why);
-          liveDelay = retry.firstMs;
-        } catch (e) {
-          if (e instanceof RoutesInputError || e instanceof InputError) {
-            const problems = e instanceof RoutesInputError ? e.problems.map((p) => p.problem) : e.problems;
-            options.log(
-              `not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`,
-            );
-          } else {
-            options.log(`${(e as Error).message}; trying again in ${Math.round(liveDelay / 1000)}s`);
-            schedule("retrying the failed write", liveDelay);
-            liveDelay = Math.min(liveDelay * 2, retry.maxMs);
-          }
-        }
-      } while (liveAgain && !stopping);
-    })();
-    await liveRunning;
-    liveRunning = undefined;
-    idle();
-  };
+  /** Step 1: render from the informers' caches, write what changed. */
+  const liveRunner = serialRunner(
+    async () => {
+      const seen = firstSeen ?? Date.now();
+      const why =
+        reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
+      firstSeen = undefined;
+      reasons = [];
+      try {
+        await liveStep(objects, seen, why);
+      } catch (e) {
+        // Routes the config or the validator refuses: said, not retried (the next change may mend them).
+        if (!(e instanceof RoutesInputError || e instanceof InputError)) throw e;
+        const problems = e instanceof RoutesInputError ? e.problems.map((p) => p.problem) : e.problems;
+        options.log(
+          `not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`,
+        );
+      }
+    },
+    {
+      ...(options.retry ? { retry: options.retry } : {}),
+      onError: (e, retryMs) => {
+        if (retryMs === undefined) return options.log(`${(e as Error).message}; stopping, not trying again`);
+        noteChange("retrying the failed write");
+        options.log(`${(e as Error).message}; trying again in ${Math.round(retryMs / 1000)}s`);
+      },
+    },
+  );
 
   const liveStep = async (objects: RoutedObjectsWatch, seen: number, why: string) => {
     // Until both lists are read, the caches say nothing (not "no dev/PR namespace"): wait for them.
@@ -181,46 +173,43 @@ export function watchRoutes(
 
   const queueRecord = (snapshot: SyncSnapshot) => {
     pending = snapshot;
-    void runRecord();
+    recordRunner.request();
   };
 
-  /** Step 2, one at a time, always the latest snapshot. */
-  const runRecord = async (): Promise<void> => {
-    if (recordRunning || stopping) return;
-    recordRunning = (async () => {
-      while (pending && !stopping) {
-        const snapshot = pending;
-        pending = undefined;
-        const started = Date.now();
-        try {
-          state = await record(stack, state, snapshot, syncOptions);
-          recordDelay = retry.firstMs;
-          const seconds = (Date.now() - started) / 1000;
-          // Say whether this record is the last word, so a reader (or a test) knows when the state has caught up.
-          options.log(
-            `recorded in the stack's state (${seconds.toFixed(1)}s): ${pending ? "routes written meanwhile go in the next record" : "every route written so far"}`,
-          );
-          options.onEvent?.({ kind: "recorded", seconds });
-          // The stack config may have changed meanwhile (someone's `pulumi config set`): write with the new one.
-          const latest = await stackConfigOf(stack);
-          if (JSON.stringify(latest) !== JSON.stringify(sync)) {
-            sync = latest;
-            schedule("the stack config changed");
-          }
-        } catch (e) {
-          pending ??= snapshot;
-          options.log(`${engineErrorLines(e)}\ntrying again in ${Math.round(recordDelay / 1000)}s`);
-          clearTimeout(recordTimer);
-          recordTimer = setTimeout(() => void runRecord(), recordDelay);
-          recordDelay = Math.min(recordDelay * 2, retry.maxMs);
-          break;
+  /** Step 2: an engine run records the latest snapshot in state. */
+  const recordRunner = serialRunner(
+    async () => {
+      const snapshot = pending;
+      if (!snapshot) return;
+      pending = undefined;
+      const started = Date.now();
+      try {
+        state = await record(stack, state, snapshot, syncOptions);
+        const seconds = (Date.now() - started) / 1000;
+        // Say whether this record is the last word, so a reader (or a test) knows when the state has caught up.
+        options.log(
+          `recorded in the stack's state (${seconds.toFixed(1)}s): ${pending ? "routes written meanwhile go in the next record" : "every route written so far"}`,
+        );
+        options.onEvent?.({ kind: "recorded", seconds });
+        // The stack config may have changed meanwhile (someone's `pulumi config set`): write with the new one.
+        const latest = await stackConfigOf(stack);
+        if (JSON.stringify(latest) !== JSON.stringify(sync)) {
+          sync = latest;
+          schedule("the stack config changed");
         }
+      } catch (e) {
+        pending ??= snapshot;
+        throw e;
       }
-    })();
-    await recordRunning;
-    recordRunning = undefined;
-    idle();
-  };
+    },
+    {
+      ...(options.retry ? { retry: options.retry } : {}),
+      onError: (e, retryMs) =>
+        options.log(
+          `${engineErrorLines(e)}\n${retryMs === undefined ? "stopping, not trying again" : `trying again in ${Math.round(retryMs / 1000)}s`}`,
+        ),
+    },
+  );
 
   const objects = watchRoutedObjects(
     loadKubeConfig(sync.kubeconfig),
@@ -241,12 +230,19 @@ export function watchRoutes(
   return {
     done,
     stop() {
+      if (stopping) return;
       stopping = true;
       clearTimeout(debounce);
-      clearTimeout(recordTimer);
       if (ticker) clearInterval(ticker);
       void objects.stop();
-      idle();
+      // Nothing new starts (a record the live step in progress queues included); the steps in progress finish.
+      void Promise.all([liveRunner.stop(), recordRunner.stop()]).then(() => {
+        if (pending)
+          options.log(
+            "stopped before recording the routes written since the last record: the ConfigMaps hold them; the next sync-routes or `pulumi up` records them",
+          );
+        finish();
+      });
     },
   };
 }

@@ -1,0 +1,68 @@
+// What the gateways route: the production services (with their versions),
+// the traffic shifts between versions, and the dev/PR namespaces.
+import { z } from "zod";
+import { imageReference } from "./images.js";
+import { dnsLabel, dnsName, duration, intIn, labelSelector } from "./primitives.js";
+import { securityHeaders } from "./security-headers.js";
+import { retryCount, retryResetMethods } from "./upstream.js";
+
+export const productionService = z.strictObject({
+  /** Service name: served at <name>.<domain> and <name>.<internalDomain>. */
+  name: dnsLabel,
+  /** Pod replicas of the service (its headless Service carries this count). */
+  replicas: intIn(1, 1000, "a whole number of replicas"),
+  /** Requests per second for the whole service, shared across the gateway's pods however many run (optional: no limit). */
+  rateLimit: intIn(1, 1_000_000, "a whole number of requests per second").optional(),
+  /** Long-lived websocket traffic: the route gets the websocket idle timeout. */
+  websocket: z.boolean({ error: "must be true or false" }).default(false),
+  /** Extra public hosts routed to this service on the external gateway (such as the bare domain for www). */
+  aliases: z.array(dnsName).default([]),
+  /** Container image: when set, the program also declares the service's Deployment (pinning is the policy pack's images-pinned rule). */
+  image: imageReference.optional(),
+  /** Versions (stacks) running side by side, each behind a headless Service <name>-<version>; traffic moves between them by shifts. */
+  versions: z
+    .array(dnsLabel)
+    .min(2, { error: "must list at least two versions (leave it out for a single one)" })
+    .optional(),
+  /** Upper bound on one request's time (default upstream.routeTimeout; 0s: none, for streaming responses). */
+  routeTimeout: duration("0s", "720h", " (0s: no bound)").optional(),
+  /** Retries of a failed request (default upstream.retries; 0: none). */
+  retries: retryCount.optional(),
+  /** Methods also retried when the service resets before answering (default upstream.retryResetMethods). */
+  retryResetMethods: retryResetMethods.optional(),
+  /** Whether /metrics requires developer auth (default: each gateway's authenticateMetrics). */
+  authenticateMetrics: z.boolean({ error: "must be true or false" }).optional(),
+  /** Security headers of this service's responses, merged over each gateway's. */
+  securityHeaders: securityHeaders.optional(),
+});
+
+/**
+ * A traffic shift. Its values get the checks every shift gets, wherever it is
+ * written (`checkShift`, run with the checks across keys in cross-key.ts); here only
+ * their types.
+ */
+export const shift = z.strictObject({
+  /** Production service whose traffic moves (it must list versions). */
+  service: dnsLabel,
+  /** Version traffic moves away from. */
+  from: z.string({ error: "must be a version of the service" }),
+  /** Version traffic moves to. */
+  to: z.string({ error: "must be a version of the service" }),
+  /** linear: the old share falls evenly; atomic: everything moves at the end. */
+  policy: z.enum(["linear", "atomic"], { error: "must be linear or atomic" }),
+  /** When the shift starts (RFC 3339). */
+  start: z.string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" }),
+  /** How long it takes: 1 minute to 5 days (90s, 30m, 2h, 5d). */
+  duration: z.string({ error: "must be a duration from 1 minute to 5 days, such as 90s, 30m, 2h or 5d" }),
+  /** When the shift was reversed (while in progress): traffic replays back to the old version. */
+  reversed: z.string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" }).optional(),
+});
+
+export const devNamespaces = z.strictObject({
+  /** Label selector that marks namespaces whose services are routed as dev/PR routes. */
+  selector: labelSelector.default("envoy-gateways.io/routes=dev"),
+  /** Requests per second per dev route, shared across the gateway's pods however many run. */
+  rateLimit: intIn(1, 1_000_000, "a whole number of requests per second").default(200),
+  /** Upstream TLS to dev pods: verify (CA + client certificate, as production) or encrypt-only (no verification). */
+  upstreamTls: z.enum(["verify", "encrypt-only"], { error: "must be verify or encrypt-only" }).default("verify"),
+});

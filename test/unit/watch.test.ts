@@ -1,0 +1,259 @@
+// sync-routes --watch on its serial runners, with the informers, the live write and the
+// engine's record stood in for: bursts coalesced, records one at a time with the latest
+// snapshot, failures retried with backoff, and stop() after the steps in progress.
+// (test/e2e/routes.test.ts runs it against a real cluster and engine.)
+import type { Stack } from "@pulumi/pulumi/automation";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { WatchCallbacks } from "../../kube/watch.js";
+import { InputError } from "../../routing/config/errors.js";
+import type { SyncSnapshot } from "../../route-sync/snapshot.js";
+import type { RoutesResourceState } from "../../route-sync/stack.js";
+import type { SyncConfig } from "../../route-sync/sync.js";
+import { watchRoutes, type Watcher } from "../../route-sync/watch.js";
+
+const h = vi.hoisted(() => ({
+  callbacks: undefined as WatchCallbacks | undefined,
+  /** The digest the routes render to now (what the cluster's namespaces would give). */
+  digest: "d0",
+  /** The digest the state holds. */
+  recordedDigest: "d0",
+  writeError: undefined as Error | undefined,
+  renderError: undefined as Error | undefined,
+  writes: [] as string[],
+  records: [] as { digest: string; resolve: () => void; reject: (e: Error) => void }[],
+  watchStopped: false,
+  sync: undefined as unknown,
+}));
+
+vi.mock("../../kube/client.js", () => ({ loadKubeConfig: () => ({}) }));
+vi.mock("../../kube/watch.js", () => ({
+  watchRoutedObjects: (_kc: unknown, _ns: string, _svc: string, callbacks: WatchCallbacks) => {
+    h.callbacks = callbacks;
+    return {
+      synced: Promise.resolve(),
+      ready: () => true,
+      namespaces: () => [],
+      services: () => [],
+      stop: async () => {
+        h.watchStopped = true;
+      },
+    };
+  },
+}));
+vi.mock("../../route-sync/stack.js", () => ({
+  stackConfigOf: async () => h.sync,
+  engineErrorLines: (e: Error) => e.message,
+}));
+vi.mock("../../route-sync/sync.js", () => ({
+  syncedRoutes: () => ({}),
+  shiftsMoving: () => false,
+  routeChanges: () => ({ added: ["a route"], removed: [], changed: [] }),
+  plan: () => {
+    if (h.renderError) throw h.renderError;
+    return [{ state: { name: "gateway-routes" }, facts: { gateway: "gateway" }, routes: {}, digest: h.digest }];
+  },
+  recorded: (p: { digest: string }) => p.digest === h.recordedDigest,
+  writeLive: async (planned: { digest: string }[]): Promise<SyncSnapshot> => {
+    if (h.writeError) throw h.writeError;
+    h.writes.push(planned[0]!.digest);
+    return { devNamespaces: {}, renderedAt: "", written: { gateway: planned[0]!.digest } };
+  },
+  record: (_stack: Stack, state: RoutesResourceState[], snapshot: SyncSnapshot) =>
+    new Promise((resolve, reject) => {
+      const digest = snapshot.written.gateway!;
+      h.records.push({
+        digest,
+        resolve: () => {
+          h.recordedDigest = digest;
+          resolve(state);
+        },
+        reject,
+      });
+    }),
+}));
+
+const sync = { config: { namespace: "default", devNamespaces: { selector: "envoy-gateways.io/routes=dev" } } };
+const state = [{ name: "gateway-routes", outputs: { dataDigest: "d0" } }] as unknown as RoutesResourceState[];
+
+describe("sync-routes --watch", () => {
+  let lines: string[];
+  let watcher: Watcher;
+  let stopped: boolean;
+  const out = () => lines.join("\n");
+  /** A change the informers report, with the digest the routes render to after it. */
+  const change = (what: string, digest: string) => {
+    h.digest = digest;
+    h.callbacks!.onChange(what);
+  };
+  const tick = (ms = 0) => vi.advanceTimersByTimeAsync(ms);
+
+  beforeEach(async () => {
+    vi.useFakeTimers();
+    Object.assign(h, {
+      digest: "d0",
+      recordedDigest: "d0",
+      writeError: undefined,
+      renderError: undefined,
+      writes: [],
+      records: [],
+      watchStopped: false,
+      sync,
+    });
+    lines = [];
+    stopped = false;
+    watcher = watchRoutes(
+      {} as Stack,
+      { sync: sync as unknown as SyncConfig, state },
+      {
+        debounceMs: 300,
+        log: (l) => lines.push(l),
+      },
+    );
+    void watcher.done.then(() => (stopped = true));
+    await tick();
+  });
+
+  afterEach(async () => {
+    watcher.stop();
+    for (const r of h.records) r.resolve();
+    await tick();
+    vi.useRealTimers();
+  });
+
+  it("says once that the routes are in step, and writes nothing", () => {
+    expect(lines).toEqual(["routes in step: nothing to write (0 dev/PR namespaces routed)"]);
+    expect(h.writes).toEqual([]);
+    expect(h.records).toEqual([]);
+  });
+
+  it("writes a burst of changes once, after the debounce time, then records it", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(100);
+    change("service pr-1/batch added", "d1");
+    await tick(299);
+    expect(h.writes).toEqual([]);
+    await tick(1);
+    expect(h.writes).toEqual(["d1"]);
+    expect(out()).toMatch(
+      /\+ a route\nroutes live 0\.4s after the change was seen \(namespace pr-1 added, service pr-1\/batch added; render \d+ ms, write \d+ ms\): 1 added, 0 removed, 0 changed/,
+    );
+    expect(h.records.map((r) => r.digest)).toEqual(["d1"]);
+    h.records[0]!.resolve();
+    await tick();
+    expect(out()).toMatch(/recorded in the stack's state \([\d.]+s\): every route written so far/);
+  });
+
+  it("records one at a time, the latest snapshot next, while the live writes go on", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    change("namespace pr-3 added", "d3");
+    await tick(300);
+    expect(h.writes).toEqual(["d1", "d2", "d3"]);
+    expect(h.records.map((r) => r.digest)).toEqual(["d1"]);
+    h.records[0]!.resolve();
+    await tick();
+    expect(out()).toContain("routes written meanwhile go in the next record");
+    expect(h.records.map((r) => r.digest)).toEqual(["d1", "d3"]);
+    h.records[1]!.resolve();
+    await tick();
+    expect(out()).toMatch(/every route written so far$/);
+    expect(h.records).toHaveLength(2);
+  });
+
+  it("retries a failed record after 2 s, then 4 s, with the latest snapshot", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    h.records[0]!.reject(new Error("error: the backend is unreachable"));
+    await tick();
+    expect(out()).toContain("error: the backend is unreachable\ntrying again in 2s");
+    await tick(1999);
+    expect(h.records).toHaveLength(1);
+    await tick(1);
+    expect(h.records.map((r) => r.digest)).toEqual(["d1", "d1"]);
+    h.records[1]!.reject(new Error("error: the backend is unreachable"));
+    await tick();
+    expect(out()).toContain("trying again in 4s");
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    // A newer snapshot is recorded at once, in place of the retry.
+    expect(h.records.map((r) => r.digest)).toEqual(["d1", "d1", "d2"]);
+    h.records[2]!.resolve();
+    await tick(600_000);
+    expect(h.records).toHaveLength(3);
+  });
+
+  it("retries a failed live write after 2 s, saying why it runs", async () => {
+    h.writeError = new Error("writing the routes of gateway failed; the API server did not answer");
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(out()).toContain("the API server did not answer; trying again in 2s");
+    h.writeError = undefined;
+    await tick(1999);
+    expect(h.writes).toEqual([]);
+    await tick(1);
+    expect(h.writes).toEqual(["d1"]);
+    expect(out()).toMatch(/routes live 2\.0s after the change was seen \(retrying the failed write;/);
+  });
+
+  it("does not retry routes that would be refused; the next change is written", async () => {
+    h.renderError = new InputError("stack config", [
+      { key: "envoy-gateways:services[0].name", value: "x", message: "is bad" },
+    ]);
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(out()).toContain("not written, the ConfigMaps keep their content: the routes would be refused:\n  - ");
+    h.renderError = undefined;
+    await tick(600_000);
+    expect(h.writes).toEqual([]);
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    expect(h.writes).toEqual(["d2"]);
+  });
+
+  it("stops after the record in progress, starts no other, and names what is left unrecorded", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    watcher.stop();
+    expect(h.watchStopped).toBe(true);
+    // No change is acted on once stopping.
+    change("namespace pr-3 added", "d3");
+    await tick(600_000);
+    expect(stopped).toBe(false);
+    expect(h.writes).toEqual(["d1", "d2"]);
+    h.records[0]!.resolve();
+    await tick();
+    expect(stopped).toBe(true);
+    expect(h.records).toHaveLength(1);
+    expect(lines.at(-1)).toBe(
+      "stopped before recording the routes written since the last record: the ConfigMaps hold them; the next sync-routes or `pulumi up` records them",
+    );
+  });
+
+  it("stops at once when no step runs, with nothing left to say", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    h.records[0]!.resolve();
+    await tick();
+    watcher.stop();
+    await tick();
+    expect(stopped).toBe(true);
+    expect(lines.at(-1)).toMatch(/every route written so far$/);
+  });
+
+  it("drops a record retry that waits when stopped, and says the routes are not recorded", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    h.records[0]!.reject(new Error("error: the backend is unreachable"));
+    await tick();
+    watcher.stop();
+    await tick();
+    expect(stopped).toBe(true);
+    await tick(600_000);
+    expect(h.records).toHaveLength(1);
+    expect(lines.at(-1)).toMatch(/^stopped before recording the routes written since the last record/);
+  });
+});
