@@ -98,6 +98,7 @@ export function buildRoutingTable(
     if (!isDnsLabel(namespace)) {
       problems.push({
         key: namespace,
+        source: "namespaces",
         message: `namespace must be ${LABEL_RULE}`,
         value: namespace,
         path: [namespace],
@@ -107,6 +108,7 @@ export function buildRoutingTable(
     if (namespace === config.namespace) {
       problems.push({
         key: namespace,
+        source: "namespaces",
         message: `is the production namespace (envoy-gateways:namespace); its services are routed as production services, not dev routes`,
         value: namespace,
         path: [namespace],
@@ -116,6 +118,7 @@ export function buildRoutingTable(
     if (!Array.isArray(entries)) {
       problems.push({
         key: namespace,
+        source: "namespaces",
         message: "must be a list of services (names, or mappings with name)",
         value: entries,
         path: [namespace],
@@ -129,6 +132,7 @@ export function buildRoutingTable(
       if (seen.has(service.name)) {
         problems.push({
           key: `${namespace}[${i}]`,
+          source: "namespaces",
           message: `service ${service.name} is listed twice in namespace ${namespace}`,
           value: service.name,
           path: [namespace, i],
@@ -140,10 +144,7 @@ export function buildRoutingTable(
     });
   }
   if (problems.length)
-    throw new InputError(
-      problems.every((p) => p.key.startsWith("envoy-gateways:")) ? "stack config" : subject,
-      problems,
-    );
+    throw new InputError(problems.every((p) => p.source === "config") ? "stack config" : subject, problems);
   dev.sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
   return { production, dev };
 }
@@ -166,7 +167,9 @@ function productionService(
     id: routeId(config.namespace, s.name),
     namespace: config.namespace,
     name: s.name,
-    ...weighted(config.namespace, s.name, versions, shifts, now, (message) => problems.push({ key, message })),
+    ...weighted(config.namespace, s.name, versions, shifts, now, (message) =>
+      problems.push({ key, source: "config", message }),
+    ),
     rateLimit: s.rateLimit,
     websocket: s.websocket,
     aliases: [...s.aliases],
@@ -201,6 +204,7 @@ function devService(
   if (facts === null || typeof facts !== "object" || Array.isArray(facts)) {
     problems.push({
       key,
+      source: "namespaces",
       message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)",
       value: entry,
       path: base,
@@ -210,6 +214,7 @@ function devService(
   if (typeof facts.name !== "string" || !isDnsLabel(facts.name)) {
     problems.push({
       key,
+      source: "namespaces",
       message: `service name must be ${LABEL_RULE}`,
       value: facts.name,
       path: typeof entry === "string" ? base : [...base, "name"],
@@ -219,6 +224,7 @@ function devService(
   const name = facts.name;
   const at: At = (path, message, ...value) => ({
     key: `${key} (${name})${path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("")}`,
+    source: "namespaces",
     message,
     ...(value.length ? { value: value[0] } : {}),
     path: [...base, ...path],
