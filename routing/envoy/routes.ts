@@ -7,7 +7,7 @@ import { mergeSecurityHeaders, type SecurityHeaders } from "../config/schema.js"
 import type { RoutedService, RoutingTable } from "../table.js";
 import { clusterName } from "../names.js";
 import { metricsAuthenticated, type XdsContext } from "./context.js";
-import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
+import { DEV_VIRTUAL_HOST, HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 import { envoyDuration } from "./units.js";
 
 /** The path (and everything below it) of a production service's own metrics, which can require developer auth. */
@@ -62,7 +62,7 @@ export function productionVirtualHost(ctx: XdsContext, service: RoutedService): 
 /** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz (unless the gateway turns it off). */
 export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService[]): Json {
   const host: Json = {
-    name: "dev",
+    name: DEV_VIRTUAL_HOST,
     domains: [ctx.settings.devHost],
     routes: services.map((s) =>
       serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS),

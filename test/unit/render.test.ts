@@ -8,6 +8,7 @@ import { routingConfig, type StackConfig } from "../../routing/config/schema.js"
 import { xdsDrift } from "../../routing/envoy/drift.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import { translateXds } from "../../routing/envoy/gateway.js";
+import { DEV_VIRTUAL_HOST, type Json } from "../../routing/envoy/types.js";
 import { parseEnvoyYaml, toXdsYaml } from "../../routing/envoy/xds.js";
 import { configMapBytes, renderGateway, renderGateways, renderXds, translateXdsFiles } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
@@ -207,7 +208,7 @@ describe("drift, in detail", () => {
 
   it("names dev routes removed or edited, and routes never written", () => {
     const found = copy();
-    const dev = found.rds.resources[0].virtual_hosts.find((h: { name: string }) => h.name === "dev");
+    const dev = found.rds.resources[0].virtual_hosts.find((h: { name: string }) => h.name === DEV_VIRTUAL_HOST);
     dev.routes[1].route.weighted_clusters.clusters[0].weight = 50;
     dev.routes.push({ match: { path_separated_prefix: "/pr-9/x" }, route: { cluster: "pr-9_x" } });
     // The edited route is not what was written either.
@@ -216,11 +217,29 @@ describe("drift, in detail", () => {
       "(not written)": 'route {"path_separated_prefix":"/pr-1/web"}; route {"path_separated_prefix":"/pr-9/x"}',
     });
     found.rds.resources[0].virtual_hosts = found.rds.resources[0].virtual_hosts.filter(
-      (h: { name: string }) => h.name !== "dev",
+      (h: { name: string }) => h.name !== DEV_VIRTUAL_HOST,
     );
     expect(xdsDrift(table, docs, found)).toEqual({
       "pr-1/ci": "route missing or changed",
       "pr-1/web": "route missing or changed",
+    });
+  });
+
+  it("knows the dev virtual host by the name the translation gives it, with dev routes or without", () => {
+    expect(docs.rds.resources[0]!.virtual_hosts as Json[]).toContainEqual(
+      expect.objectContaining({ name: DEV_VIRTUAL_HOST, domains: [config.gateways.gateway.devHost] }),
+    );
+    // Without dev routes nothing is written there: a dev virtual host found is named, and each of its routes.
+    const productionOnly = buildRoutingTable(config, {}, "dev namespaces", minutesIntoShift(10));
+    const expected = translateXds(config, productionOnly, "gateway");
+    const found = copy();
+    const dev = found.rds.resources[0].virtual_hosts.find((h: { name: string }) => h.name === DEV_VIRTUAL_HOST);
+    found.rds.resources[0].virtual_hosts = [
+      ...(expected.rds.resources[0]!.virtual_hosts as Json[]),
+      { ...dev, routes: dev.routes.slice(0, 1) },
+    ];
+    expect(xdsDrift(productionOnly, expected, { cds: expected.cds, rds: found.rds })).toEqual({
+      "(not written)": `route {"path_separated_prefix":"/pr-1/ci"}; virtual host ${DEV_VIRTUAL_HOST}`,
     });
   });
 
