@@ -53,6 +53,8 @@ export interface RoutingTable {
   production: RoutedService[];
   /** Dev/PR services, sorted by namespace then name. */
   dev: RoutedService[];
+  /** What every dev/PR route shares (set once, on their one virtual host): the stack's upstream retries, as each dev service has them. */
+  devRoutes: { retries: RoutedService["retries"] };
 }
 
 /** One version of a dev/PR service: its version id and the Service that selects its pods. */
@@ -146,7 +148,7 @@ export function buildRoutingTable(
   if (problems.length)
     throw new InputError(problems.every((p) => p.source === "config") ? "stack config" : subject, problems);
   dev.sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
-  return { production, dev };
+  return { production, dev, devRoutes: { retries: devRetries(config) } };
 }
 
 function productionService(
@@ -253,8 +255,13 @@ function devService(
     websocket: facts.websocket ?? false,
     aliases: [],
     routeTimeout: config.upstream.routeTimeout,
-    retries: { count: config.upstream.retries, resetMethods: [...config.upstream.retryResetMethods] },
+    retries: devRetries(config),
   };
+}
+
+/** The retries of every dev/PR service: the stack's upstream retries (a dev service cannot choose its own). */
+function devRetries(config: RoutingConfig): RoutedService["retries"] {
+  return { count: config.upstream.retries, resetMethods: [...config.upstream.retryResetMethods] };
 }
 
 /** The version ids a service's shifts may name: the well-formed ones (a bad one is reported with the versions, not again as "not a version"). */
