@@ -13,12 +13,12 @@ export type ProblemSource = "config" | "namespaces" | "documents" | "gateway";
 export interface DocumentPlace {
   /** The gateway whose documents these are, or the ConfigMap (`namespace/name`) whose data was read. */
   gateway: string;
-  /** The file (`envoy.yaml`, `cds.yaml`, `rds.yaml`, `sds-*.yaml`); absent for Envoy's load-time rules, which name their own place. */
+  /** The file (`envoy.yaml`, `cds.yaml`, `rds.yaml`, `sds-*.yaml`); absent where a rule does not tell (a cluster's endpoints: static or CDS). */
   file?: string;
   /** The resource of an xDS file: its kind (`cluster`, `route configuration`, `secret`), name when it has one, and index. */
   resource?: { kind: string; name?: string; index: number };
-  /** The place one of Envoy's load-time rules names (`cds.yaml cluster "x"`, `envoy.yaml listener "https"`). */
-  element?: string;
+  /** The element one of Envoy's load-time rules names: a listener, cluster or route configuration (`part`: a listener's inline route configuration). */
+  element?: { kind: string; name: string; part?: string };
   /** The field's path in the document or resource (`connect_timeout`, `virtual_hosts[0].routes[1].route.timeout`). */
   field?: string;
   /** The stack config key that set the field, when the translation sets it from one. */

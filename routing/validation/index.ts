@@ -6,7 +6,7 @@ import type { GatewayDocuments, XdsDocuments } from "../envoy/gateway.js";
 import type { Json } from "../envoy/types.js";
 import { decode, SharedDecoder, typeNameOf, type DecodeResult } from "./decode.js";
 import { envoyApi } from "./descriptors.js";
-import { envoyRuleViolations, type EnvoyViolation } from "./envoy-rules.js";
+import { envoyRuleViolations, violationWhere, type EnvoyViolation } from "./envoy-rules.js";
 import { checkRules } from "./rules.js";
 import { parseEnvoyYaml } from "../envoy/xds.js";
 
@@ -24,10 +24,14 @@ export interface FilePlace {
 
 /** A problem of the documents at `place`, keyed for people as `<gateway>/<file> <resource>`. */
 export function documentProblem(place: DocumentPlace, message: string, value?: { value: unknown }): Problem {
-  const resource = place.resource ? ` ${resourceLabel(place.resource)}` : "";
-  const where = place.file !== undefined ? `${place.file}${resource}` : place.element;
+  const where = place.resource
+    ? `${place.file} ${resourceLabel(place.resource)}`
+    : violationWhere({
+        ...(place.file !== undefined ? { file: place.file } : {}),
+        ...(place.element ? { element: place.element } : {}),
+      });
   return {
-    key: where === undefined ? place.gateway : `${place.gateway}/${where}`,
+    key: where ? `${place.gateway}/${where}` : place.gateway,
     source: "documents",
     place,
     message,
@@ -179,7 +183,12 @@ function pushRuleProblems(violations: EnvoyViolation[], gateway: string, problem
   for (const v of violations)
     problems.push(
       documentProblem(
-        { gateway, element: v.where, ...(v.path ? { field: v.path } : {}) },
+        {
+          gateway,
+          ...(v.file !== undefined ? { file: v.file } : {}),
+          ...(v.element ? { element: v.element } : {}),
+          ...(v.path ? { field: v.path } : {}),
+        },
         `${v.path ? `${v.path}: ` : ""}${v.message}`,
       ),
     );

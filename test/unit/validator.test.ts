@@ -18,7 +18,7 @@ import {
   validateXds,
   validateXdsData,
 } from "../../routing/validation/index.js";
-import { envoyRuleViolations, type GatewayView } from "../../routing/validation/envoy-rules.js";
+import { envoyRuleViolations, violationWhere, type GatewayView } from "../../routing/validation/envoy-rules.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import type { Problem } from "../../routing/config/errors.js";
 import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
@@ -87,7 +87,7 @@ describe("validator", () => {
       bootstrap: docs.bootstrap,
       clusters: docs.cds.resources,
       routeConfigs: docs.rds.resources,
-    }).map((v) => `${docs.gateway}/${v.where}: ${v.path ? `${v.path}: ` : ""}${v.message}`);
+    }).map((v) => `${docs.gateway}/${violationWhere(v)}: ${v.path ? `${v.path}: ` : ""}${v.message}`);
     return [...problems.map((p) => `${p.key}: ${p.message}`), ...rules].sort();
   }
 
@@ -308,13 +308,19 @@ describe("the validator's entry points: what each checks and the key of each pro
           "documents",
           {
             gateway: "gateway",
-            element: 'rds.yaml route configuration "https"',
+            file: "rds.yaml",
+            element: { kind: "route configuration", name: "https" },
             field: `virtual_hosts[0](${route.name}).routes[0].route.cluster`,
           },
         ],
         [
           "documents",
-          { gateway: "gateway", element: `cds.yaml cluster "${(docs.cds.resources[0] as Json).name}"`, field: "name" },
+          {
+            gateway: "gateway",
+            file: "cds.yaml",
+            element: { kind: "cluster", name: (docs.cds.resources[0] as Json).name },
+            field: "name",
+          },
         ],
       ]),
     );
@@ -703,7 +709,9 @@ describe("where a document does not decode", () => {
 
 describe("Envoy's load-time rules, each on a small view", () => {
   const found = (view: Partial<GatewayView>) =>
-    envoyRuleViolations({ clusters: [], routeConfigs: [], ...view }).map((v) => `${v.where}: ${v.path}: ${v.message}`);
+    envoyRuleViolations({ clusters: [], routeConfigs: [], ...view }).map(
+      (v) => `${violationWhere(v)}: ${v.path}: ${v.message}`,
+    );
   const node = { id: "gateway", cluster: "gateway" };
   const listener = (name: string, port: number, filters: Json[] = []) => ({
     name,
@@ -775,6 +783,39 @@ describe("Envoy's load-time rules, each on a small view", () => {
     });
     expect(found({ bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [inline])] } }) })).toEqual([
       'envoy.yaml listener "l" inline route configuration: virtual_hosts[0](v).domains[0]: domain "A.example.org" must be lower-case',
+    ]);
+  });
+
+  it("each violation names its file and element as fields, which its text is made from", () => {
+    const inline = hcm({
+      http_filters: [filter("router", ROUTER)],
+      route_config: { name: "r", virtual_hosts: [{ name: "v", domains: ["A.example.org"] }] },
+    });
+    const violations = envoyRuleViolations({
+      bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [inline]), listener("l", 2)] } }),
+      clusters: [{ name: "c", type: "STATIC" }],
+      routeConfigs: [{ name: "https", virtual_hosts: [{ name: "v", domains: ["B.example.org"] }] }],
+    });
+    expect(violations.map(({ file, element, path }) => ({ file, element, path }))).toEqual([
+      {
+        file: "envoy.yaml",
+        element: { kind: "listener", name: "l", part: "inline route configuration" },
+        path: "virtual_hosts[0](v).domains[0]",
+      },
+      { file: "envoy.yaml", element: { kind: "listener", name: "l" }, path: "name" },
+      {
+        file: "rds.yaml",
+        element: { kind: "route configuration", name: "https" },
+        path: "virtual_hosts[0](v).domains[0]",
+      },
+      // A cluster's endpoints are checked for static and CDS clusters alike: the rule does not tell the file.
+      { element: { kind: "cluster", name: "c" }, path: "load_assignment" },
+    ]);
+    expect(violations.map(violationWhere)).toEqual([
+      'envoy.yaml listener "l" inline route configuration',
+      'envoy.yaml listener "l"',
+      'rds.yaml route configuration "https"',
+      'cluster "c"',
     ]);
   });
 
