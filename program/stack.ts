@@ -51,6 +51,7 @@ export function loadStackConfig(): LoadedConfig {
       throw new InputError(subject, [
         {
           key: `${PROJECT}:${KUBECONFIG_KEY}`,
+          source: "config",
           message: `is plain text in the stack's config; set it as a secret: pulumi config set --secret ${PROJECT}:${KUBECONFIG_KEY} (value not shown)`,
         },
       ]);

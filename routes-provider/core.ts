@@ -108,12 +108,17 @@ export function renderRoutes(facts: RoutesFacts, now: Date, { validate = true } 
     throw new RoutesInputError([
       {
         property: "gateway",
-        problem: { key: "gateway", message: `must be ${GATEWAYS.join(" or ")}`, value: facts.gateway },
+        problem: {
+          key: "gateway",
+          source: "gateway",
+          message: `must be ${GATEWAYS.join(" or ")}`,
+          value: facts.gateway,
+        },
       },
     ]);
   const config = stage("config", () => parseRoutingConfig(facts.config));
   const table = stage(
-    (p) => (p.key.startsWith("envoy-gateways:") ? "config" : "devNamespaces"),
+    (p) => (p.source === "config" ? "config" : "devNamespaces"),
     () => buildRoutingTable(config, facts.devNamespaces ?? {}, "discovered dev/PR namespaces", now),
   );
   // Documents Envoy would refuse are a safety net under the config checks: they come from the config's values.

@@ -73,12 +73,13 @@ export function discoverRoutes(
     const labels = svc.metadata?.labels ?? {};
     const errors = labelProblems(labels, svc);
     if (errors.length) {
-      problems.push({ key, message: `left out: ${errors.join("; ")}` });
+      problems.push({ key, source: "namespaces", message: `left out: ${errors.join("; ")}` });
       continue;
     }
     if (svc.spec?.clusterIP !== undefined && svc.spec.clusterIP !== "None") {
       warnings.push({
         key,
+        source: "namespaces",
         message: `is not headless (clusterIP ${svc.spec.clusterIP}): the gateways reach one virtual IP instead of every pod; set clusterIP: None`,
       });
     }
@@ -104,7 +105,7 @@ export function discoverRoutes(
       versions.sort((a, b) => (a.version.version < b.version.version ? -1 : 1));
       const problem = versionsProblem(versions) ?? shiftsProblem(logical, versions);
       if (problem) {
-        problems.push({ key: where, message: `left out: ${problem}` });
+        problems.push({ key: where, source: "namespaces", message: `left out: ${problem}` });
         continue;
       }
       const shifts = versions.flatMap((v) => (v.shift ? [v.shift] : []));

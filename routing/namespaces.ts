@@ -37,6 +37,7 @@ export function readNamespacesSource(path: string): NamespacesFile {
     throw new InputError(`namespaces file ${path}`, [
       {
         key: path,
+        source: "namespaces",
         message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
       },
     ]);
@@ -45,12 +46,12 @@ export function readNamespacesSource(path: string): NamespacesFile {
 }
 
 export function parseNamespaces(text: string, file: string): NamespacesFile {
-  const source = parseYamlSource(text, file, `namespaces file ${file}`);
+  const source = parseYamlSource(text, file, `namespaces file ${file}`, "namespaces");
   const doc = source.value;
   if (doc === null || doc === undefined) return { devNamespaces: {}, source };
   if (typeof doc !== "object" || Array.isArray(doc)) {
     throw new InputError(`namespaces file ${file}`, [
-      { key: file, message: "must be a mapping of namespace -> list of services", value: doc },
+      { key: file, source: "namespaces", message: "must be a mapping of namespace -> list of services", value: doc },
     ]);
   }
   return { devNamespaces: doc as DevNamespaces, source };

@@ -107,6 +107,8 @@ function xdsFiles(documents: XdsDocuments, table: RoutingTable): { xds: Record<s
     problems: [
       {
         key: `${documents.gateway}/xDS ConfigMap`,
+        source: "documents",
+        place: { gateway: documents.gateway },
         message:
           `would hold ${size.toLocaleString("en-US")} bytes (cds.yaml ${bytes(xds[XDS_FILES.cds]!)} + rds.yaml ${bytes(xds[XDS_FILES.rds]!)}) ` +
           `for ${(counts.production + counts.dev).toLocaleString("en-US")} routed services (${counts.production} production, ${counts.dev.toLocaleString("en-US")} dev in ${counts.namespaces.toLocaleString("en-US")} namespaces), ` +

@@ -53,6 +53,8 @@ export interface RoutingTable {
   production: RoutedService[];
   /** Dev/PR services, sorted by namespace then name. */
   dev: RoutedService[];
+  /** What every dev/PR route shares (set once, on their one virtual host): the stack's upstream retries, as each dev service has them. */
+  devRoutes: { retries: RoutedService["retries"] };
 }
 
 /** One version of a dev/PR service: its version id and the Service that selects its pods. */
@@ -98,6 +100,7 @@ export function buildRoutingTable(
     if (!isDnsLabel(namespace)) {
       problems.push({
         key: namespace,
+        source: "namespaces",
         message: `namespace must be ${LABEL_RULE}`,
         value: namespace,
         path: [namespace],
@@ -107,6 +110,7 @@ export function buildRoutingTable(
     if (namespace === config.namespace) {
       problems.push({
         key: namespace,
+        source: "namespaces",
         message: `is the production namespace (envoy-gateways:namespace); its services are routed as production services, not dev routes`,
         value: namespace,
         path: [namespace],
@@ -116,6 +120,7 @@ export function buildRoutingTable(
     if (!Array.isArray(entries)) {
       problems.push({
         key: namespace,
+        source: "namespaces",
         message: "must be a list of services (names, or mappings with name)",
         value: entries,
         path: [namespace],
@@ -129,6 +134,7 @@ export function buildRoutingTable(
       if (seen.has(service.name)) {
         problems.push({
           key: `${namespace}[${i}]`,
+          source: "namespaces",
           message: `service ${service.name} is listed twice in namespace ${namespace}`,
           value: service.name,
           path: [namespace, i],
@@ -140,12 +146,9 @@ export function buildRoutingTable(
     });
   }
   if (problems.length)
-    throw new InputError(
-      problems.every((p) => p.key.startsWith("envoy-gateways:")) ? "stack config" : subject,
-      problems,
-    );
+    throw new InputError(problems.every((p) => p.source === "config") ? "stack config" : subject, problems);
   dev.sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
-  return { production, dev };
+  return { production, dev, devRoutes: { retries: devRetries(config) } };
 }
 
 function productionService(
@@ -166,7 +169,9 @@ function productionService(
     id: routeId(config.namespace, s.name),
     namespace: config.namespace,
     name: s.name,
-    ...weighted(config.namespace, s.name, versions, shifts, now, (message) => problems.push({ key, message })),
+    ...weighted(config.namespace, s.name, versions, shifts, now, (message) =>
+      problems.push({ key, source: "config", message }),
+    ),
     rateLimit: s.rateLimit,
     websocket: s.websocket,
     aliases: [...s.aliases],
@@ -201,6 +206,7 @@ function devService(
   if (facts === null || typeof facts !== "object" || Array.isArray(facts)) {
     problems.push({
       key,
+      source: "namespaces",
       message: "must be a service name, or a mapping with name (and optionally websocket, versions, shifts)",
       value: entry,
       path: base,
@@ -210,6 +216,7 @@ function devService(
   if (typeof facts.name !== "string" || !isDnsLabel(facts.name)) {
     problems.push({
       key,
+      source: "namespaces",
       message: `service name must be ${LABEL_RULE}`,
       value: facts.name,
       path: typeof entry === "string" ? base : [...base, "name"],
@@ -219,6 +226,7 @@ function devService(
   const name = facts.name;
   const at: At = (path, message, ...value) => ({
     key: `${key} (${name})${path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("")}`,
+    source: "namespaces",
     message,
     ...(value.length ? { value: value[0] } : {}),
     path: [...base, ...path],
@@ -247,8 +255,13 @@ function devService(
     websocket: facts.websocket ?? false,
     aliases: [],
     routeTimeout: config.upstream.routeTimeout,
-    retries: { count: config.upstream.retries, resetMethods: [...config.upstream.retryResetMethods] },
+    retries: devRetries(config),
   };
+}
+
+/** The retries of every dev/PR service: the stack's upstream retries (a dev service cannot choose its own). */
+function devRetries(config: RoutingConfig): RoutedService["retries"] {
+  return { count: config.upstream.retries, resetMethods: [...config.upstream.retryResetMethods] };
 }
 
 /** The version ids a service's shifts may name: the well-formed ones (a bad one is reported with the versions, not again as "not a version"). */

@@ -1,10 +1,38 @@
 // Errors that name what is wrong: the stack config key (or file and field),
 // the bad value, and what is allowed. Collected, never only the first.
 
+/**
+ * Which input a problem is in, set where the problem is made: stack config
+ * (or a stack file), the dev/PR namespaces (discovered, or a namespaces file),
+ * the Envoy documents rendered from them, or the routes resource's own
+ * choice of gateway.
+ */
+export type ProblemSource = "config" | "namespaces" | "documents" | "gateway";
+
+/** Where in a gateway's documents a validation problem is, as the validator found it. */
+export interface DocumentPlace {
+  /** The gateway whose documents these are, or the ConfigMap (`namespace/name`) whose data was read. */
+  gateway: string;
+  /** The file (`envoy.yaml`, `cds.yaml`, `rds.yaml`, `sds-*.yaml`); absent where a rule does not tell (a cluster's endpoints: static or CDS). */
+  file?: string;
+  /** The resource of an xDS file: its kind (`cluster`, `route configuration`, `secret`), name when it has one, and index. */
+  resource?: { kind: string; name?: string; index: number };
+  /** The element one of Envoy's load-time rules names: a listener, cluster or route configuration (`part`: a listener's inline route configuration). */
+  element?: { kind: string; name: string; part?: string };
+  /** The field's path in the document or resource (`connect_timeout`, `virtual_hosts[0].routes[1].route.timeout`). */
+  field?: string;
+  /** The stack config key that set the field, when the translation sets it from one. */
+  configKey?: string;
+}
+
 /** One problem with one value. */
 export interface Problem {
-  /** Where: a stack config key such as `envoy-gateways:gateways.gateway.replicas`, or a file and field. */
+  /** Where, for people: a stack config key such as `envoy-gateways:gateways.gateway.replicas`, or a file and field. */
   key: string;
+  /** Which input the problem is in. */
+  source: ProblemSource;
+  /** For a problem of the Envoy documents: where in them, field by field. */
+  place?: DocumentPlace;
   /** What is wrong and what is allowed. */
   message: string;
   /** The offending value, when there is one (printed compactly). */
@@ -67,7 +95,10 @@ function randomLooking(run: string): boolean {
   );
 }
 
-export function formatProblem(p: Problem): string {
+/** What a problem reads as: its key, message and value. */
+export type ProblemText = Pick<Problem, "key" | "message" | "value" | "written">;
+
+export function formatProblem(p: ProblemText): string {
   if (!("value" in p)) return `${p.key}: ${p.message}`;
   if (looksLikeCredential(p.value) || looksLikeCredential(p.written))
     return `${p.key}: ${p.message} (value hidden: it looks like a credential)`;

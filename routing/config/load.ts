@@ -73,7 +73,9 @@ export function parseStackConfig(
 export function parseRoutingConfig(raw: unknown, subject = "routes resource config"): RoutingConfig {
   const input = (raw && typeof raw === "object" && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
   if (raw !== input)
-    throw new InputError(subject, [{ key: "config", message: "must be a mapping of the routing config", value: raw }]);
+    throw new InputError(subject, [
+      { key: "config", source: "config", message: "must be a mapping of the routing config", value: raw },
+    ]);
   const { data, problems } = checked(routingConfigSchema, input, {});
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
@@ -96,6 +98,7 @@ function secretValueProblems(raw: Record<string, unknown>, secretKeys: ReadonlyS
     .filter((k) => k in raw && known.has(k))
     .map((k) => ({
       key: configKey([k]),
+      source: "config" as const,
       message:
         "is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
     }));
@@ -107,6 +110,7 @@ function kubeconfigProblems(raw: Record<string, unknown>): Problem[] {
   return [
     {
       key: configKey([KUBECONFIG_KEY]),
+      source: "config",
       message: "must be kubeconfig text, set with --secret (value not shown: it is a secret)",
     },
   ];
@@ -133,7 +137,7 @@ function checked<T extends z.ZodType>(
   for (const { path, problem } of located) {
     let p = problem;
     if (secret.has(String(path[0])) && "value" in p)
-      p = { key: p.key, message: `${p.message} (value not shown: it is a secret)` };
+      p = { key: p.key, source: p.source, message: `${p.message} (value not shown: it is a secret)` };
     const at = options.source?.at(path);
     // formatProblem shows the value as written in place of the value, where there is a value.
     if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, written: at.written };
@@ -190,11 +194,12 @@ export function readStackFileSource(path: string): { raw: Record<string, unknown
     throw new InputError(`stack file ${path}`, [
       {
         key: path,
+        source: "config",
         message: `cannot be read: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
       },
     ]);
   }
-  const yaml = parseYamlSource(text, path, `stack file ${path}`);
+  const yaml = parseYamlSource(text, path, `stack file ${path}`, "config");
   const doc = yaml.value;
   const source: ConfigSource = {
     file: path,
@@ -208,7 +213,7 @@ function stackFileConfig(doc: unknown, path: string): Record<string, unknown> {
   if (config === undefined || config === null) return {};
   if (typeof config !== "object" || Array.isArray(config)) {
     throw new InputError(`stack file ${path}`, [
-      { key: `${path}: config`, message: "must be a mapping of config keys", value: config },
+      { key: `${path}: config`, source: "config", message: "must be a mapping of config keys", value: config },
     ]);
   }
   const raw: Record<string, unknown> = {};
@@ -246,7 +251,7 @@ export function configKey(path: readonly PropertyKey[]): string {
 function locatedProblem(path: readonly PropertyKey[], message: string, value: unknown): Located {
   return {
     path: path.map(String),
-    problem: { key: configKey(path), message, ...(value === undefined ? {} : { value }) },
+    problem: { key: configKey(path), source: "config", message, ...(value === undefined ? {} : { value }) },
   };
 }
 

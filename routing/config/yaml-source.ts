@@ -3,7 +3,7 @@
 // error can name the file, the line and the value exactly as written
 // (`.nan`, `1e400`, `2 hours`).
 import { isScalar, LineCounter, parseDocument } from "yaml";
-import { InputError } from "./errors.js";
+import { InputError, type ProblemSource } from "./errors.js";
 
 export interface YamlSource {
   /** The file's path, as given. */
@@ -14,8 +14,8 @@ export interface YamlSource {
   at(path: readonly (string | number)[]): { line: number; written?: string } | undefined;
 }
 
-/** Parses `text` (the contents of `file`); a syntax error is one problem with the parser's whole excerpt. */
-export function parseYamlSource(text: string, file: string, subject: string): YamlSource {
+/** Parses `text` (the contents of `file`, which holds `source`); a syntax error is one problem with the parser's whole excerpt. */
+export function parseYamlSource(text: string, file: string, subject: string, source: ProblemSource): YamlSource {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { merge: true, lineCounter, prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length) {
@@ -23,6 +23,7 @@ export function parseYamlSource(text: string, file: string, subject: string): Ya
       subject,
       doc.errors.map((e) => ({
         key: `${file}:${e.linePos?.[0]?.line ?? "?"}`,
+        source,
         message: `is not valid YAML: ${e.message}`,
       })),
     );

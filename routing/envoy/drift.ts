@@ -5,7 +5,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { RoutingTable } from "../table.js";
 import type { XdsDocuments } from "./gateway.js";
-import type { Json } from "./types.js";
+import { DEV_VIRTUAL_HOST, type Json } from "./types.js";
 
 /**
  * Route id -> what differs for it ("cluster pr-1_batch changed", "route
@@ -43,15 +43,14 @@ function clusterDrift(table: RoutingTable, expected: XdsDocuments, found: unknow
 function routeDrift(table: RoutingTable, expected: XdsDocuments, found: unknown, note: Note): void {
   const foundHosts = byName((resources(found)[0]?.virtual_hosts ?? []) as Json[]);
   const expectedHosts = byName((expected.rds.resources[0]?.virtual_hosts ?? []) as Json[]);
-  // A production service has a virtual host of its own (named after it); dev/PR services are the routes of one virtual host, in table order.
+  // A production service has a virtual host of its own (named after it); dev/PR services are the routes of the dev virtual host, in table order.
   for (const s of table.production) {
     const f = foundHosts.get(s.name);
     if (!f) note(s.id, `virtual host ${s.name} missing`);
     else if (!same(f, expectedHosts.get(s.name))) note(s.id, `virtual host ${s.name} changed`);
   }
-  const devHostName = [...expectedHosts.keys()].find((name) => !table.production.some((s) => s.name === name));
-  const expectedDev = ((devHostName ? expectedHosts.get(devHostName)?.routes : undefined) ?? []) as Json[];
-  const foundDev = ((devHostName ? foundHosts.get(devHostName)?.routes : undefined) ?? []) as Json[];
+  const expectedDev = (expectedHosts.get(DEV_VIRTUAL_HOST)?.routes ?? []) as Json[];
+  const foundDev = (foundHosts.get(DEV_VIRTUAL_HOST)?.routes ?? []) as Json[];
   table.dev.forEach((s, i) => {
     if (!foundDev.some((r) => same(r, expectedDev[i]))) note(s.id, "route missing or changed");
   });

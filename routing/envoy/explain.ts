@@ -6,7 +6,7 @@
 import type { Problem } from "../config/errors.js";
 import type { RoutingTable } from "../table.js";
 
-/** Fields the translation sets from stack config, by the start of their path in a cluster or a route. */
+/** Fields the translation sets from stack config, by the start of their path (as the validator names it) in a cluster or a route. */
 const FIELD_KEYS: [RegExp, string][] = [
   [/^connect_timeout\b/, "upstream.connectTimeout"],
   [/^cluster_type\b.*\bdns_refresh_rate\b/, "upstream.dnsRefreshRate"],
@@ -20,31 +20,46 @@ const FIELD_KEYS: [RegExp, string][] = [
   [/\broute\.idle_timeout\b/, "edge.websocketIdleTimeout"],
 ];
 
+/** The config key behind a field of the documents, from the field's path as the validator found it. */
+function configKeyOf(field: string | undefined): string | undefined {
+  if (field === undefined) return undefined;
+  const found = FIELD_KEYS.find(([pattern]) => pattern.test(field));
+  return found ? `envoy-gateways:${found[1]}` : undefined;
+}
+
 /** What the validator said of a gateway's documents, each problem once and with the config key behind it. */
 export function explainDocumentProblems(problems: readonly Problem[], table: RoutingTable): Problem[] {
   const owners = new Map<string, string>();
   for (const s of table.production)
     for (const v of s.versions) owners.set(v.cluster, `the service ${s.name} (envoy-gateways:services)`);
   for (const s of table.dev) for (const v of s.versions) owners.set(v.cluster, `the dev/PR service ${s.id}`);
-  // key: "gateway/cds.yaml cluster "x" (resources[3])" -> the file, and the resource's name.
+  // Problems of named resources group by gateway, file, kind of resource and message; others by where and message.
   const groups = new Map<string, { first: Problem; resources: string[] }>();
   for (const p of problems) {
-    const m = /^(\S+\/\S+\.yaml) (\w[\w ]*?) "([^"]+)" \(resources\[\d+\]\)$/.exec(p.key);
-    const group = m ? `${m[1]}\0${m[2]}\0${p.message}` : `\0${p.key}\0${p.message}`;
+    const place = p.place;
+    const resource = place?.file !== undefined && place.resource?.name ? place.resource.name : undefined;
+    const group =
+      resource !== undefined
+        ? `${place!.gateway}\0${place!.file}\0${place!.resource!.kind}\0${p.message}`
+        : `\0${p.key}\0${p.message}`;
     const entry = groups.get(group);
     // The same problem twice at a place that is not a resource is said once.
     if (entry) {
-      if (m) entry.resources.push(m[3]!);
-    } else groups.set(group, { first: p, resources: m ? [m[3]!] : [] });
+      if (resource !== undefined) entry.resources.push(resource);
+    } else groups.set(group, { first: p, resources: resource !== undefined ? [resource] : [] });
   }
   return [...groups.values()].map(({ first, resources }) => {
-    const field = FIELD_KEYS.find(([pattern]) => pattern.test(first.message));
+    const configKey = configKeyOf(first.place?.field);
     const owner = resources.length === 1 ? owners.get(resources[0]!) : undefined;
-    const from = [field ? `envoy-gateways:${field[1]}` : undefined, owner].filter(Boolean).join(", ");
+    const from = [configKey, owner].filter(Boolean).join(", ");
     const more =
       resources.length > 1
         ? ` (the same in ${resources.length - 1} more: ${resources.slice(1, 4).join(", ")}${resources.length > 4 ? ", ..." : ""})`
         : "";
-    return { ...first, message: `${first.message}${from ? ` [set by ${from}]` : ""}${more}` };
+    return {
+      ...first,
+      ...(first.place && configKey ? { place: { ...first.place, configKey } } : {}),
+      message: `${first.message}${from ? ` [set by ${from}]` : ""}${more}`,
+    };
   });
 }

@@ -7,7 +7,7 @@ import { mergeSecurityHeaders, type SecurityHeaders } from "../config/schema.js"
 import type { RoutedService, RoutingTable } from "../table.js";
 import { clusterName } from "../names.js";
 import { metricsAuthenticated, type XdsContext } from "./context.js";
-import { HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
+import { DEV_VIRTUAL_HOST, HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 import { envoyDuration } from "./units.js";
 
 /** The path (and everything below it) of a production service's own metrics, which can require developer auth. */
@@ -15,7 +15,7 @@ export const METRICS_PATH = "/metrics";
 
 export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
   const hosts = table.production.map((s) => productionVirtualHost(ctx, s));
-  if (table.dev.length > 0) hosts.push(devVirtualHost(ctx, table.dev));
+  if (table.dev.length > 0) hosts.push(devVirtualHost(ctx, table.dev, table.devRoutes));
   return {
     "@type": TYPE.routeConfiguration,
     name: HTTPS_ROUTE_CONFIG,
@@ -59,24 +59,26 @@ export function productionVirtualHost(ctx: XdsContext, service: RoutedService): 
   );
 }
 
-/** internal.<domain>/<namespace>/<service>/... -> that namespace's service, through ext_authz (unless the gateway turns it off). */
-export function devVirtualHost(ctx: XdsContext, services: readonly RoutedService[]): Json {
+/**
+ * internal.<domain>/<namespace>/<service>/... -> that namespace's service,
+ * through ext_authz (unless the gateway turns it off), with what every dev
+ * route shares (`shared`, from the routing table).
+ */
+export function devVirtualHost(
+  ctx: XdsContext,
+  services: readonly RoutedService[],
+  shared: RoutingTable["devRoutes"],
+): Json {
   const host: Json = {
-    name: "dev",
+    name: DEV_VIRTUAL_HOST,
     domains: [ctx.settings.devHost],
     routes: services.map((s) =>
       serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS),
     ),
   };
   if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
-  // Dev/PR services all take the stack's upstream retries and the gateway's security headers.
-  const up = ctx.config.upstream;
-  return withHostPolicies(
-    ctx,
-    host,
-    { count: up.retries, resetMethods: up.retryResetMethods },
-    ctx.settings.securityHeaders,
-  );
+  // Dev/PR services all take the table's dev retries and the gateway's security headers.
+  return withHostPolicies(ctx, host, shared.retries, ctx.settings.securityHeaders);
 }
 
 /**

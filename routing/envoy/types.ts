@@ -65,6 +65,9 @@ export const SECRET = {
 /** Name of the route configuration the TLS listener loads by RDS. */
 export const HTTPS_ROUTE_CONFIG = "https";
 
+/** Name of its virtual host of the dev/PR routes (a production service's virtual host is named after the service). */
+export const DEV_VIRTUAL_HOST = "dev";
+
 /** Where the files live in the gateway pod (and where the test harness puts them instead). */
 export interface EnvoyPaths {
   /** Bootstrap ConfigMap mount: envoy.yaml and the sds-*.yaml files. */

@@ -3,12 +3,32 @@
 import { RE2JS } from "@bufbuild/re2";
 import type { Json } from "../envoy/types.js";
 
-export interface EnvoyViolation {
-  /** Which document and resource: "cds.yaml cluster \"x\"", "envoy.yaml listener \"https\"". */
-  where: string;
+/** Where a rule found a violation: the document, and the element of it, as far as the rule tells them. */
+export interface ViolationPlace {
+  /** envoy.yaml, cds.yaml or rds.yaml; absent where the rule does not tell (a cluster's endpoints: static or from CDS). */
+  file?: string;
+  /** A listener, cluster or route configuration, by kind and name; `part`: a part of it (a listener's inline route configuration). */
+  element?: { kind: string; name: string; part?: string };
+}
+
+export interface EnvoyViolation extends ViolationPlace {
   path: string;
   message: string;
 }
+
+/** A violation's place as people read it: `cds.yaml cluster "x"`, `envoy.yaml listener "https"`, `envoy.yaml`. */
+export function violationWhere(place: ViolationPlace): string {
+  const e = place.element;
+  const element = e ? `${e.kind} ${q(e.name)}${e.part !== undefined ? ` ${e.part}` : ""}` : undefined;
+  return [place.file, element].filter((x) => x !== undefined).join(" ");
+}
+
+/** An element of a document, by kind and name. */
+function element(file: string | undefined, kind: string, name: unknown): ViolationPlace {
+  return { ...(file !== undefined ? { file } : {}), element: { kind, name: String(name) } };
+}
+
+const BOOTSTRAP: ViolationPlace = { file: "envoy.yaml" };
 
 /** What the rules see of one gateway's documents (without a bootstrap: the xDS files alone). */
 export interface GatewayView {
@@ -31,7 +51,7 @@ export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
     localCluster(bootstrap, staticClusters, out);
   }
   for (const rc of view.routeConfigs)
-    checkRouteConfiguration(rc, `rds.yaml route configuration ${q(rc.name)}`, clusterNames, out);
+    checkRouteConfiguration(rc, element("rds.yaml", "route configuration", rc.name), clusterNames, out);
   for (const c of [...staticClusters, ...view.clusters]) clusterEndpoints(c, out);
   everyRegexCompiles(view, out);
   everyLocalRateLimit(view, out);
@@ -41,18 +61,18 @@ export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
 /** Cluster names are unique across the bootstrap's static clusters and CDS. */
 function uniqueClusterNames(staticClusters: Json[], cds: Json[], out: EnvoyViolation[]): Set<string> {
   const names = new Set<string>();
-  const check = (c: Json, where: string) => {
+  const check = (c: Json, where: ViolationPlace) => {
     const name = String(c.name ?? "");
     if (names.has(name))
       out.push({
-        where,
+        ...where,
         path: "name",
         message: `duplicate cluster name ${q(name)}: cluster names must be unique across static clusters and CDS`,
       });
     names.add(name);
   };
-  staticClusters.forEach((c) => check(c, `envoy.yaml static cluster ${q(c.name)}`));
-  cds.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
+  staticClusters.forEach((c) => check(c, element("envoy.yaml", "static cluster", c.name)));
+  cds.forEach((c) => check(c, element("cds.yaml", "cluster", c.name)));
   return names;
 }
 
@@ -60,7 +80,7 @@ function uniqueClusterNames(staticClusters: Json[], cds: Json[], out: EnvoyViola
 function nodeIdentity(bootstrap: Json, out: EnvoyViolation[]): void {
   const node = bootstrap.node as Json | undefined;
   if (!node?.id || !node?.cluster)
-    out.push({ where: "envoy.yaml", path: "node", message: "node.id and node.cluster must be set when xDS is used" });
+    out.push({ ...BOOTSTRAP, path: "node", message: "node.id and node.cluster must be set when xDS is used" });
 }
 
 function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
@@ -70,10 +90,10 @@ function uniqueListeners(listeners: Json[], out: EnvoyViolation[]): void {
     const sa = (l.address as Json | undefined)?.socket_address as Json | undefined;
     const addr = `${sa?.address}:${sa?.port_value}`;
     if (names.has(String(l.name)))
-      out.push({ where: `envoy.yaml listener ${q(l.name)}`, path: "name", message: "duplicate listener name" });
+      out.push({ ...element("envoy.yaml", "listener", l.name), path: "name", message: "duplicate listener name" });
     if (addresses.has(addr))
       out.push({
-        where: `envoy.yaml listener ${q(l.name)}`,
+        ...element("envoy.yaml", "listener", l.name),
         path: "address",
         message: `another listener already binds ${addr}`,
       });
@@ -88,7 +108,7 @@ function localCluster(bootstrap: Json, staticClusters: Json[], out: EnvoyViolati
   if (name === undefined || name === "") return;
   if (!staticClusters.some((c) => c.name === name)) {
     out.push({
-      where: "envoy.yaml",
+      ...BOOTSTRAP,
       path: "cluster_manager.local_cluster_name",
       message: `local cluster ${q(name)} must be defined as one of the bootstrap's static clusters`,
     });
@@ -104,7 +124,7 @@ function watchedPaths(bootstrap: Json, out: EnvoyViolation[]): void {
     const dir = (pcs.watched_directory as Json | undefined)?.path;
     if (dir !== undefined && !file.startsWith(`${String(dir).replace(/\/$/, "")}/`)) {
       out.push({
-        where: "envoy.yaml",
+        ...BOOTSTRAP,
         path: `${path}.path_config_source`,
         message: `path ${file} is not inside its watched_directory ${String(dir)}`,
       });
@@ -113,7 +133,7 @@ function watchedPaths(bootstrap: Json, out: EnvoyViolation[]): void {
 }
 
 function checkListener(listener: Json, clusters: Set<string>, out: EnvoyViolation[]): void {
-  const where = `envoy.yaml listener ${q(listener.name)}`;
+  const where = element("envoy.yaml", "listener", listener.name);
   arr(listener.filter_chains).forEach((chain, ci) => {
     arr(chain.filters).forEach((filter, fi) => {
       const hcm = filter.typed_config as Json | undefined;
@@ -125,14 +145,19 @@ function checkListener(listener: Json, clusters: Set<string>, out: EnvoyViolatio
           Json | undefined;
         if (uri?.cluster !== undefined && !clusters.has(String(uri.cluster))) {
           out.push({
-            where,
+            ...where,
             path: `${base}.http_filters(${f.name}).http_service.server_uri.cluster`,
             message: `cluster ${q(uri.cluster)} does not exist`,
           });
         }
       }
       if (hcm.route_config)
-        checkRouteConfiguration(hcm.route_config as Json, `${where} inline route configuration`, clusters, out);
+        checkRouteConfiguration(
+          hcm.route_config as Json,
+          { ...where, element: { ...where.element!, part: "inline route configuration" } },
+          clusters,
+          out,
+        );
     });
   });
 }
@@ -140,24 +165,28 @@ function checkListener(listener: Json, clusters: Set<string>, out: EnvoyViolatio
 const TERMINAL_HTTP_FILTERS = new Set(["type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"]);
 
 /** The router (terminal) is last, and nothing after it; filter names are unique. */
-function httpFilterOrder(filters: Json[], where: string, path: string, out: EnvoyViolation[]): void {
+function httpFilterOrder(filters: Json[], where: ViolationPlace, path: string, out: EnvoyViolation[]): void {
   if (filters.length === 0) {
-    out.push({ where, path, message: "an HTTP connection manager needs at least the router filter" });
+    out.push({ ...where, path, message: "an HTTP connection manager needs at least the router filter" });
     return;
   }
   const names = new Set<string>();
   filters.forEach((f, i) => {
     const terminal = TERMINAL_HTTP_FILTERS.has(String((f.typed_config as Json | undefined)?.["@type"]));
     if (terminal && i !== filters.length - 1)
-      out.push({ where, path: `${path}[${i}]`, message: `terminal filter ${q(f.name)} must be the last HTTP filter` });
+      out.push({
+        ...where,
+        path: `${path}[${i}]`,
+        message: `terminal filter ${q(f.name)} must be the last HTTP filter`,
+      });
     if (!terminal && i === filters.length - 1)
       out.push({
-        where,
+        ...where,
         path: `${path}[${i}]`,
         message: `the last HTTP filter must be the router (terminal), not ${q(f.name)}`,
       });
     if (names.has(String(f.name)))
-      out.push({ where, path: `${path}[${i}]`, message: `duplicate HTTP filter name ${q(f.name)}` });
+      out.push({ ...where, path: `${path}[${i}]`, message: `duplicate HTTP filter name ${q(f.name)}` });
     names.add(String(f.name));
   });
 }
@@ -167,24 +196,29 @@ function httpFilterOrder(filters: Json[], where: string, path: string, out: Envo
  * configuration, at most one "*", wildcards only as prefix or suffix; every
  * route's cluster exists; weighted clusters named, weighted, sum > 0.
  */
-export function checkRouteConfiguration(rc: Json, where: string, clusters: Set<string>, out: EnvoyViolation[]): void {
+export function checkRouteConfiguration(
+  rc: Json,
+  where: ViolationPlace,
+  clusters: Set<string>,
+  out: EnvoyViolation[],
+): void {
   const hostNames = new Set<string>();
   const domains = new Map<string, string>();
   arr(rc.virtual_hosts).forEach((vh, vi) => {
     const vpath = `virtual_hosts[${vi}](${vh.name})`;
     if (hostNames.has(String(vh.name)))
-      out.push({ where, path: `${vpath}.name`, message: `duplicate virtual host name ${q(vh.name)}` });
+      out.push({ ...where, path: `${vpath}.name`, message: `duplicate virtual host name ${q(vh.name)}` });
     hostNames.add(String(vh.name));
     arr(vh.domains as unknown).forEach((d, di) => {
       const domain = String(d);
       const dpath = `${vpath}.domains[${di}]`;
       if (domain !== domain.toLowerCase())
-        out.push({ where, path: dpath, message: `domain ${q(domain)} must be lower-case` });
+        out.push({ ...where, path: dpath, message: `domain ${q(domain)} must be lower-case` });
       const key = domain.toLowerCase();
       const other = domains.get(key);
       if (other !== undefined)
         out.push({
-          where,
+          ...where,
           path: dpath,
           message: `domain ${q(domain)} is already served by virtual host ${q(other)}; domains must be unique in a route configuration`,
         });
@@ -192,7 +226,7 @@ export function checkRouteConfiguration(rc: Json, where: string, clusters: Set<s
       const stars = domain.split("*").length - 1;
       if (stars > 1 || (stars === 1 && domain !== "*" && !domain.startsWith("*") && !domain.endsWith("*"))) {
         out.push({
-          where,
+          ...where,
           path: dpath,
           message: `domain ${q(domain)}: a wildcard is allowed only as the whole domain, a prefix (*.example.org) or a suffix (example.*)`,
         });
@@ -202,12 +236,18 @@ export function checkRouteConfiguration(rc: Json, where: string, clusters: Set<s
   });
 }
 
-function checkRoute(route: Json, where: string, path: string, clusters: Set<string>, out: EnvoyViolation[]): void {
+function checkRoute(
+  route: Json,
+  where: ViolationPlace,
+  path: string,
+  clusters: Set<string>,
+  out: EnvoyViolation[],
+): void {
   const action = route.route as Json | undefined;
   if (!action) return;
   if (action.cluster !== undefined && !clusters.has(String(action.cluster))) {
     out.push({
-      where,
+      ...where,
       path: `${path}.route.cluster`,
       message: `cluster ${q(action.cluster)} does not exist (Envoy would answer 503/404 at run time)`,
     });
@@ -217,15 +257,16 @@ function checkRoute(route: Json, where: string, path: string, clusters: Set<stri
     let total = 0;
     arr(weighted.clusters).forEach((wc, i) => {
       const wpath = `${path}.route.weighted_clusters.clusters[${i}]`;
-      if (!wc.name && !wc.cluster_header) out.push({ where, path: wpath, message: "a weighted cluster needs a name" });
+      if (!wc.name && !wc.cluster_header)
+        out.push({ ...where, path: wpath, message: "a weighted cluster needs a name" });
       else if (wc.name !== undefined && !clusters.has(String(wc.name)))
-        out.push({ where, path: `${wpath}.name`, message: `cluster ${q(wc.name)} does not exist` });
+        out.push({ ...where, path: `${wpath}.name`, message: `cluster ${q(wc.name)} does not exist` });
       if (wc.weight === undefined)
-        out.push({ where, path: `${wpath}.weight`, message: "a weighted cluster needs a weight" });
+        out.push({ ...where, path: `${wpath}.weight`, message: "a weighted cluster needs a weight" });
       total += Number(wc.weight ?? 0);
     });
     if (total <= 0)
-      out.push({ where, path: `${path}.route.weighted_clusters`, message: "weights must sum to more than 0" });
+      out.push({ ...where, path: `${path}.route.weighted_clusters`, message: "weights must sum to more than 0" });
   }
 }
 
@@ -238,7 +279,7 @@ const DNS_CLUSTER_TYPE_URL = "type.googleapis.com/envoy.extensions.clusters.dns.
  * static cluster with none, which could never serve a request: refused here.
  */
 function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
-  const where = `cluster ${q(c.name)}`;
+  const where = element(undefined, "cluster", c.name);
   const custom = c.cluster_type as Json | undefined;
   const typed = custom?.typed_config as Json | undefined;
   const dns = typed?.["@type"] === DNS_CLUSTER_TYPE_URL;
@@ -255,13 +296,13 @@ function clusterEndpoints(c: Json, out: EnvoyViolation[]): void {
   const endpoints = localities.flatMap((e) => arr(e.lb_endpoints));
   if (logical && (localities.length !== 1 || endpoints.length !== 1)) {
     out.push({
-      where,
+      ...where,
       path: "load_assignment",
       message: `a logical DNS cluster needs exactly one locality with exactly one endpoint (got ${endpoints.length} endpoints in ${localities.length} localities)`,
     });
   } else if (endpoints.length === 0) {
     out.push({
-      where,
+      ...where,
       path: "load_assignment",
       message: `a ${kind} cluster needs at least one endpoint (without one it can never serve a request)`,
     });
@@ -283,19 +324,19 @@ function everyRegexCompiles(docs: GatewayView, out: EnvoyViolation[]): void {
     return compiled.get(regex);
   };
   const walkRegexes = walker((node) => typeof node.regex === "string");
-  const check = (root: unknown, where: string) =>
+  const check = (root: unknown, where: ViolationPlace) =>
     walkRegexes(root, (node, path) => {
       const error = problem(node.regex as string);
       if (error !== undefined)
         out.push({
-          where,
+          ...where,
           path: `${path}.regex`,
           message: `${q(node.regex)} is not an RE2 regular expression: ${error}`,
         });
     });
-  if (docs.bootstrap) check(docs.bootstrap, "envoy.yaml");
-  docs.clusters.forEach((c) => check(c, `cds.yaml cluster ${q(c.name)}`));
-  docs.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
+  if (docs.bootstrap) check(docs.bootstrap, BOOTSTRAP);
+  docs.clusters.forEach((c) => check(c, element("cds.yaml", "cluster", c.name)));
+  docs.routeConfigs.forEach((rc) => check(rc, element("rds.yaml", "route configuration", rc.name)));
 }
 
 /**
@@ -310,12 +351,12 @@ function everyLocalRateLimit(view: GatewayView, out: EnvoyViolation[]): void {
   const walkLimits = walker(
     (node) => typeof node["@type"] === "string" && node["@type"].endsWith("local_ratelimit.v3.LocalRateLimit"),
   );
-  const check = (root: unknown, where: string) =>
+  const check = (root: unknown, where: ViolationPlace) =>
     walkLimits(root, (node, path) => {
       const interval = (node.token_bucket as Json | undefined)?.fill_interval;
       if (interval !== undefined && durationMs(String(interval)) < 50) {
         out.push({
-          where,
+          ...where,
           path: `${path}.token_bucket.fill_interval`,
           message: `fill interval ${String(interval)} is shorter than the 50ms Envoy allows`,
         });
@@ -323,7 +364,7 @@ function everyLocalRateLimit(view: GatewayView, out: EnvoyViolation[]): void {
       if (node.local_cluster_rate_limit === undefined || node.local_cluster_rate_limit === null) return;
       if (node.local_rate_limit_per_downstream_connection === true) {
         out.push({
-          where,
+          ...where,
           path: `${path}.local_rate_limit_per_downstream_connection`,
           message:
             "cannot be true together with local_cluster_rate_limit: a per-connection bucket is never shared across the gateway's pods",
@@ -331,15 +372,15 @@ function everyLocalRateLimit(view: GatewayView, out: EnvoyViolation[]): void {
       }
       if (view.bootstrap && (localCluster === undefined || localCluster === "")) {
         out.push({
-          where,
+          ...where,
           path: `${path}.local_cluster_rate_limit`,
           message:
             "shares the limit across the gateway's pods, which needs the bootstrap's local cluster (cluster_manager.local_cluster_name); Envoy would refuse every route",
         });
       }
     });
-  if (view.bootstrap) check(view.bootstrap, "envoy.yaml");
-  view.routeConfigs.forEach((rc) => check(rc, `rds.yaml route configuration ${q(rc.name)}`));
+  if (view.bootstrap) check(view.bootstrap, BOOTSTRAP);
+  view.routeConfigs.forEach((rc) => check(rc, element("rds.yaml", "route configuration", rc.name)));
 }
 
 function durationMs(d: string): number {

@@ -143,6 +143,7 @@ describe("problems", () => {
     })();
     expect(problem).toEqual({
       key: "envoy-gateways:gateways.gateway.service.annotations",
+      source: "config",
       message: "hold 300,003 bytes; Kubernetes allows 262,144 in all",
     });
   });
@@ -388,21 +389,21 @@ describe("a namespaces file", () => {
     // A problem without a place (or a place the file does not have) is kept as it was.
     const kept = locatedInFile(
       new InputError("x", [
-        { key: "a", message: "m" },
-        { key: "b", message: "n", value: 1, path: ["nowhere", 3] },
+        { key: "a", source: "namespaces", message: "m" },
+        { key: "b", source: "namespaces", message: "n", value: 1, path: ["nowhere", 3] },
       ]),
       source,
     );
     expect(kept.problems).toEqual([
-      { key: "a", message: "m" },
-      { key: "b", message: "n", value: 1, path: ["nowhere", 3] },
+      { key: "a", source: "namespaces", message: "m" },
+      { key: "b", source: "namespaces", message: "n", value: 1, path: ["nowhere", 3] },
     ]);
   });
 });
 
 describe("where a value was written in a YAML file", () => {
   it("is its line, and for a scalar its text", () => {
-    const source = parseYamlSource("a:\n  b: [1, 2.50]\n  c: { d: .nan }\n", "f.yaml", "file f.yaml");
+    const source = parseYamlSource("a:\n  b: [1, 2.50]\n  c: { d: .nan }\n", "f.yaml", "file f.yaml", "config");
     expect(source.file).toBe("f.yaml");
     expect(source.value).toEqual({ a: { b: [1, 2.5], c: { d: Number.NaN } } });
     expect(source.at(["a", "b", 1])).toEqual({ line: 2, written: "2.50" });

@@ -142,6 +142,7 @@ describe("discovered services", () => {
     expect(found.warnings).toEqual([
       {
         key: "Service pr-2/b",
+        source: "namespaces",
         message:
           "is not headless (clusterIP 10.0.0.7): the gateways reach one virtual IP instead of every pod; set clusterIP: None",
       },
@@ -236,6 +237,7 @@ describe("the versions of one logical service", () => {
     expect(found.problems).toEqual([
       {
         key: "service web in namespace pr-1 (Service pr-1/web)",
+        source: "namespaces",
         message: "left out: its only Service has weight 60; a single version takes all the traffic (100)",
       },
     ]);
@@ -259,6 +261,7 @@ describe("the versions of one logical service", () => {
     expect(discoverRoutes([ns("pr-1")], [unweighted("blue"), unweighted("green")], "default").problems).toEqual([
       {
         key: WEB,
+        source: "namespaces",
         message:
           "left out: it has 2 versions but no traffic shift says how to split its traffic (annotate the new version's Service with envoy-gateways.io/shift-from, ...)",
       },

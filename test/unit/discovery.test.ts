@@ -169,6 +169,7 @@ describe("discovery", () => {
     expect(found.problems).toEqual([
       {
         key: "service web in namespace pr-1 (Service pr-1/web-a, Service pr-1/web-b)",
+        source: "namespaces",
         message:
           "left out: it has weight labels (a=60, b=30) but no traffic shift; annotate the new version's Service with envoy-gateways.io/shift-from, envoy-gateways.io/shift-policy, envoy-gateways.io/shift-start and envoy-gateways.io/shift-duration",
       },

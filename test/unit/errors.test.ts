@@ -93,14 +93,14 @@ describe("a problem", () => {
 
   it("many make one error: what was read, how many, one line each", () => {
     const e = new InputError("stack config", [
-      { key: "a", message: "is bad" },
-      { key: "b", message: "is worse", value: 2 },
+      { key: "a", source: "config", message: "is bad" },
+      { key: "b", source: "config", message: "is worse", value: 2 },
     ]);
     expect(e.message).toBe("stack config: 2 problems\n  - a: is bad\n  - b: is worse (got 2)");
     expect(e.name).toBe("InputError");
     expect(e.subject).toBe("stack config");
-    expect(new InputError("namespaces file x.yaml", [{ key: "a", message: "is bad" }]).message).toBe(
-      "namespaces file x.yaml: 1 problem\n  - a: is bad",
-    );
+    expect(
+      new InputError("namespaces file x.yaml", [{ key: "a", source: "namespaces", message: "is bad" }]).message,
+    ).toBe("namespaces file x.yaml: 1 problem\n  - a: is bad");
   });
 });

@@ -8,9 +8,11 @@ import { routingConfig, type StackConfig } from "../../routing/config/schema.js"
 import { xdsDrift } from "../../routing/envoy/drift.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import { translateXds } from "../../routing/envoy/gateway.js";
+import { DEV_VIRTUAL_HOST, type Json } from "../../routing/envoy/types.js";
 import { parseEnvoyYaml, toXdsYaml } from "../../routing/envoy/xds.js";
 import { configMapBytes, renderGateway, renderGateways, renderXds, translateXdsFiles } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
+import { documentProblem } from "../../routing/validation/index.js";
 import { minimalRaw, minutesIntoShift, shiftedService } from "./fixtures.js";
 
 /** A stack config as parsed, with a value the config checks would have refused (the validator is the net under them). */
@@ -93,43 +95,48 @@ describe("rendering", () => {
 
 describe("the validator's problems, explained", () => {
   const table = buildRoutingTable(parseStackConfig(minimalRaw()), { "pr-1": ["ci"] });
-  const one = (message: string, cluster = "default_www") =>
-    explainDocumentProblems([{ key: `gateway/cds.yaml cluster "${cluster}" (resources[0])`, message }], table)[0]!
-      .message;
+  /** A problem of a cluster's field, as the validator makes it. */
+  const problem = (
+    field: string,
+    cluster: string,
+    index = 0,
+    gateway = "gateway",
+    file = "cds.yaml",
+    kind = "cluster",
+  ) => documentProblem({ gateway, file, resource: { kind, name: cluster, index }, field }, `${field}: x`);
+  const one = (field: string, cluster = "default_www") =>
+    explainDocumentProblems([problem(field, cluster)], table)[0]!.message;
 
   it("name the config key behind each field the translation sets from it", () => {
-    expect(one("connect_timeout: x")).toBe(
+    expect(one("connect_timeout")).toBe(
       "connect_timeout: x [set by envoy-gateways:upstream.connectTimeout, the service www (envoy-gateways:services)]",
     );
-    expect(one("cluster_type.<DnsCluster>.dns_refresh_rate: x")).toContain(
+    expect(one("cluster_type.<DnsCluster>.dns_refresh_rate")).toContain(
       "[set by envoy-gateways:upstream.dnsRefreshRate,",
     );
-    expect(one("cluster_type.<DnsCluster>.dns_lookup_family: x")).toContain(
+    expect(one("cluster_type.<DnsCluster>.dns_lookup_family")).toContain(
       "[set by envoy-gateways:upstream.dnsLookupFamily,",
     );
-    expect(one("circuit_breakers.thresholds[0].max_requests: x")).toContain(
+    expect(one("circuit_breakers.thresholds[0].max_requests")).toContain(
       "[set by envoy-gateways:upstream.maxConnections, maxPendingRequests, maxRequests,",
     );
-    expect(one("per_connection_buffer_limit_bytes: x")).toContain("[set by envoy-gateways:edge.bufferLimitBytes,");
-    expect(one('typed_extension_protocol_options["x"].common_http_protocol_options.idle_timeout: x')).toContain(
+    expect(one("per_connection_buffer_limit_bytes")).toContain("[set by envoy-gateways:edge.bufferLimitBytes,");
+    expect(one('typed_extension_protocol_options["x"].common_http_protocol_options.idle_timeout')).toContain(
       "[set by envoy-gateways:upstream.idleTimeout,",
     );
-    expect(one('typed_extension_protocol_options["x"].explicit_http_config: x')).toContain(
+    expect(one('typed_extension_protocol_options["x"].explicit_http_config')).toContain(
       "[set by envoy-gateways:upstream.protocol,",
     );
-    expect(one("virtual_hosts[0].routes[0].route.timeout: x")).toContain(
-      "[set by envoy-gateways:upstream.routeTimeout,",
-    );
-    expect(one("virtual_hosts[0].routes[0].route.idle_timeout: x")).toContain(
+    expect(one("virtual_hosts[0].routes[0].route.timeout")).toContain("[set by envoy-gateways:upstream.routeTimeout,");
+    expect(one("virtual_hosts[0].routes[0].route.idle_timeout")).toContain(
       "[set by envoy-gateways:edge.websocketIdleTimeout,",
     );
-    expect(one("name: x", "pr-1_ci")).toBe("name: x [set by the dev/PR service pr-1/ci]");
-    expect(one("name: x", "unknown")).toBe("name: x");
+    expect(one("name", "pr-1_ci")).toBe("name: x [set by the dev/PR service pr-1/ci]");
+    expect(one("name", "unknown")).toBe("name: x");
   });
 
   it("say a problem shared by many resources once, naming up to three more", () => {
-    const keyed = (names: string[]) =>
-      names.map((n, i) => ({ key: `gateway/cds.yaml cluster "${n}" (resources[${i}])`, message: "lb_policy: x" }));
+    const keyed = (names: string[]) => names.map((n, i) => problem("lb_policy", n, i));
     expect(explainDocumentProblems(keyed(["a", "b"]), table)[0]!.message).toBe("lb_policy: x (the same in 1 more: b)");
     expect(explainDocumentProblems(keyed(["a", "b", "c", "d"]), table)[0]!.message).toBe(
       "lb_policy: x (the same in 3 more: b, c, d)",
@@ -140,24 +147,36 @@ describe("the validator's problems, explained", () => {
     // Other messages, other files and kinds of resource are separate problems.
     const mixed = [
       ...keyed(["a"]),
-      { key: 'gateway/cds.yaml cluster "b" (resources[1])', message: "other: y" },
-      { key: 'gateway/rds.yaml route configuration "a" (resources[0])', message: "lb_policy: x" },
-      { key: 'internal-gateway/cds.yaml cluster "a" (resources[0])', message: "lb_policy: x" },
+      problem("other", "b", 1),
+      problem("lb_policy", "a", 0, "gateway", "rds.yaml", "route configuration"),
+      problem("lb_policy", "a", 0, "internal-gateway"),
+      problem("lb_policy", "a", 0, "gateway", "cds.yaml", "secret"),
+      problem("lb_policy", "a", 0, "gateway", "sds.yaml"),
     ];
-    expect(explainDocumentProblems(mixed, table)).toHaveLength(4);
+    expect(explainDocumentProblems(mixed, table)).toHaveLength(6);
     // Problems without a resource are grouped by their key.
     expect(
       explainDocumentProblems(
         [
-          { key: "gateway/envoy.yaml", message: "m" },
-          { key: "gateway/envoy.yaml", message: "m" },
-          { key: "gateway/other.yaml", message: "m" },
+          documentProblem({ gateway: "gateway", file: "envoy.yaml" }, "m"),
+          documentProblem({ gateway: "gateway", file: "envoy.yaml" }, "m"),
+          documentProblem({ gateway: "gateway", file: "other.yaml" }, "m"),
         ],
         table,
       ),
     ).toEqual([
-      { key: "gateway/envoy.yaml", message: "m" },
-      { key: "gateway/other.yaml", message: "m" },
+      {
+        key: "gateway/envoy.yaml",
+        source: "documents",
+        place: { gateway: "gateway", file: "envoy.yaml" },
+        message: "m",
+      },
+      {
+        key: "gateway/other.yaml",
+        source: "documents",
+        place: { gateway: "gateway", file: "other.yaml" },
+        message: "m",
+      },
     ]);
   });
 });
@@ -189,7 +208,7 @@ describe("drift, in detail", () => {
 
   it("names dev routes removed or edited, and routes never written", () => {
     const found = copy();
-    const dev = found.rds.resources[0].virtual_hosts.find((h: { name: string }) => h.name === "dev");
+    const dev = found.rds.resources[0].virtual_hosts.find((h: { name: string }) => h.name === DEV_VIRTUAL_HOST);
     dev.routes[1].route.weighted_clusters.clusters[0].weight = 50;
     dev.routes.push({ match: { path_separated_prefix: "/pr-9/x" }, route: { cluster: "pr-9_x" } });
     // The edited route is not what was written either.
@@ -198,11 +217,29 @@ describe("drift, in detail", () => {
       "(not written)": 'route {"path_separated_prefix":"/pr-1/web"}; route {"path_separated_prefix":"/pr-9/x"}',
     });
     found.rds.resources[0].virtual_hosts = found.rds.resources[0].virtual_hosts.filter(
-      (h: { name: string }) => h.name !== "dev",
+      (h: { name: string }) => h.name !== DEV_VIRTUAL_HOST,
     );
     expect(xdsDrift(table, docs, found)).toEqual({
       "pr-1/ci": "route missing or changed",
       "pr-1/web": "route missing or changed",
+    });
+  });
+
+  it("knows the dev virtual host by the name the translation gives it, with dev routes or without", () => {
+    expect(docs.rds.resources[0]!.virtual_hosts as Json[]).toContainEqual(
+      expect.objectContaining({ name: DEV_VIRTUAL_HOST, domains: [config.gateways.gateway.devHost] }),
+    );
+    // Without dev routes nothing is written there: a dev virtual host found is named, and each of its routes.
+    const productionOnly = buildRoutingTable(config, {}, "dev namespaces", minutesIntoShift(10));
+    const expected = translateXds(config, productionOnly, "gateway");
+    const found = copy();
+    const dev = found.rds.resources[0].virtual_hosts.find((h: { name: string }) => h.name === DEV_VIRTUAL_HOST);
+    found.rds.resources[0].virtual_hosts = [
+      ...(expected.rds.resources[0]!.virtual_hosts as Json[]),
+      { ...dev, routes: dev.routes.slice(0, 1) },
+    ];
+    expect(xdsDrift(productionOnly, expected, { cds: expected.cds, rds: found.rds })).toEqual({
+      "(not written)": `route {"path_separated_prefix":"/pr-1/ci"}; virtual host ${DEV_VIRTUAL_HOST}`,
     });
   });
 

@@ -177,6 +177,18 @@ describe("check", () => {
     ]);
   });
 
+  it("puts each problem of the table on the input it is in by its source, not by how its key reads", () => {
+    // A namespace whose name reads like a config key is still a namespace.
+    const { problems } = checkRoutes(
+      facts({ devNamespaces: { "envoy-gateways:services": ["web"], "pr-1": ["Web"] } }),
+      at,
+    );
+    expect(problems.map((p) => [p.property, p.problem.source, p.problem.key])).toEqual([
+      ["devNamespaces", "namespaces", "envoy-gateways:services"],
+      ["devNamespaces", "namespaces", "pr-1[0]"],
+    ]);
+  });
+
   it("refuses routes that would not fit in a ConfigMap, before anything is written", () => {
     const many: Record<string, string[]> = {};
     for (let i = 0; i < 500; i++) many[`pr-${i}`] = ["batch", "batch-driver", "ci", "memory"];
@@ -184,6 +196,9 @@ describe("check", () => {
     expect(problems.map((p) => p.problem.message).join("\n")).toMatch(
       /over the 1,048,576 bytes Kubernetes allows in a ConfigMap/,
     );
+    expect(problems.map((p) => [p.property, p.problem.source, p.problem.place])).toEqual([
+      ["config", "documents", { gateway: "gateway" }],
+    ]);
   });
 });
 

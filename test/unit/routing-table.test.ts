@@ -24,14 +24,22 @@ function twoShiftedServices(): RoutingConfig {
   return config(raw);
 }
 
-/** The problems the table refuses the namespaces with: the error's lines, after its first. */
-function refused(dev: unknown, routing = config(), subject?: string): { subject: string; lines: string[] } {
+/** The problems the table refuses the namespaces with: the error's lines, after its first, and the input each problem is in. */
+function refused(
+  dev: unknown,
+  routing = config(),
+  subject?: string,
+): { subject: string; lines: string[]; sources: string[] } {
   try {
     buildRoutingTable(routing, dev as DevNamespaces, subject, minutesIntoShift(30));
   } catch (e) {
     expect(e).toBeInstanceOf(InputError);
     const [first, ...lines] = (e as InputError).message.split("\n");
-    return { subject: first!, lines: lines.map((l) => l.replace(/^ {2}- /, "")) };
+    return {
+      subject: first!,
+      lines: lines.map((l) => l.replace(/^ {2}- /, "")),
+      sources: (e as InputError).problems.map((p) => p.source),
+    };
   }
   throw new Error("the namespaces were accepted");
 }
@@ -131,6 +139,7 @@ describe("production services", () => {
         "envoy-gateways:services (batch): batch has 2 versions (blue, green) but no traffic shift says how to split traffic between them",
         "envoy-gateways:services (web): web has 2 versions (v1, v2) but no traffic shift says how to split traffic between them",
       ],
+      sources: ["config", "config"],
     });
   });
 });
@@ -448,8 +457,9 @@ describe("dev/PR namespaces the table refuses", () => {
     ],
   ];
   it.each(cases)("%s", (_, dev, expected) => {
-    const { subject, lines } = refused(dev);
+    const { subject, lines, sources } = refused(dev);
     expect(lines).toEqual(expected);
+    expect(sources).toEqual(expected.map(() => "namespaces"));
     expect(subject).toBe(`dev namespaces: ${expected.length} problem${expected.length === 1 ? "" : "s"}`);
   });
 
@@ -558,8 +568,16 @@ describe("the routing table, at its edges", () => {
 
   it("says dev namespaces, not stack config, when both are wrong", () => {
     const routing = { ...twoShiftedServices(), shifts: [] };
-    const { subject, lines } = refused({ PR: [] }, routing);
+    const { subject, lines, sources } = refused({ PR: [] }, routing);
     expect(subject).toBe("dev namespaces: 3 problems");
     expect(lines[0]).toMatch(/^envoy-gateways:services \(batch\): /);
+    expect(sources).toEqual(["config", "config", "namespaces"]);
+  });
+
+  it("says dev namespaces for a namespace whose name reads like a config key: the problem's source decides, not its key", () => {
+    const { subject, lines, sources } = refused({ "envoy-gateways:services": ["web"] });
+    expect(subject).toBe("dev namespaces: 1 problem");
+    expect(lines).toEqual([`envoy-gateways:services: namespace must be ${LABEL} (got "envoy-gateways:services")`]);
+    expect(sources).toEqual(["namespaces"]);
   });
 });

@@ -867,6 +867,24 @@ describe("retries", () => {
       { retry_budget: { budget_percent: { value: 50 }, min_retry_concurrency: 3 } },
     ]);
   });
+  it("of the dev routes come from the routing table, which takes the stack's upstream retries for every dev service", () => {
+    const up = config().upstream;
+    expect(table().devRoutes).toEqual({ retries: { count: up.retries, resetMethods: up.retryResetMethods } });
+    for (const s of table().dev) expect(s.retries).toEqual(table().devRoutes.retries);
+    // The translation reads the table, not stack config: what the table says is what the dev host gets.
+    const changed = { ...table(), devRoutes: { retries: { count: 5, resetMethods: ["GET"] } } };
+    const dev = host("dev", renderGateway(config(), changed, "gateway"));
+    expect(dev.retry_policy).toMatchObject({ retry_on: safe, num_retries: 5 });
+    expect(get((dev.request_headers_to_add as Json[])[0], "header.value")).toBe(
+      "%CEL(request.method in ['GET'] ? 'reset' : '')%",
+    );
+    const none = host(
+      "dev",
+      renderGateway(config(), { ...table(), devRoutes: { retries: { count: 0, resetMethods: [] } } }, "gateway"),
+    );
+    expect(none.retry_policy).toBeUndefined();
+    expect(none.request_headers_to_add).toBeUndefined();
+  });
 });
 
 describe("route timeouts", () => {

@@ -13,11 +13,12 @@ import { buildRoutingTable } from "../../routing/table.js";
 import {
   checkMessage,
   checkXdsFile,
+  documentProblem,
   validateGateway,
   validateXds,
   validateXdsData,
 } from "../../routing/validation/index.js";
-import { envoyRuleViolations, type GatewayView } from "../../routing/validation/envoy-rules.js";
+import { envoyRuleViolations, violationWhere, type GatewayView } from "../../routing/validation/envoy-rules.js";
 import { explainDocumentProblems } from "../../routing/envoy/explain.js";
 import type { Problem } from "../../routing/config/errors.js";
 import type { GatewayDocuments } from "../../routing/envoy/gateway.js";
@@ -76,20 +77,18 @@ describe("validator", () => {
   /** Every problem found decoding and checking each document whole, nothing shared or cached: what validateGateway must find too. */
   function wholeDocumentProblems(docs: GatewayDocuments): string[] {
     const problems: Problem[] = [];
-    const where = (file: string) => `${docs.gateway}/${file}`;
+    const where = (file: string) => ({ gateway: docs.gateway, file });
     checkMessage("envoy.config.bootstrap.v3.Bootstrap", docs.bootstrap, where("envoy.yaml"), problems);
     for (const [file, doc] of Object.entries(docs.sds))
       checkXdsFile(doc, "envoy.extensions.transport_sockets.tls.v3.Secret", where(file), problems);
     checkXdsFile(docs.cds, "envoy.config.cluster.v3.Cluster", where("cds.yaml"), problems);
     checkXdsFile(docs.rds, "envoy.config.route.v3.RouteConfiguration", where("rds.yaml"), problems);
-    for (const v of envoyRuleViolations({
+    const rules = envoyRuleViolations({
       bootstrap: docs.bootstrap,
       clusters: docs.cds.resources,
       routeConfigs: docs.rds.resources,
-    })) {
-      problems.push({ key: `${docs.gateway}/${v.where}`, message: `${v.path ? `${v.path}: ` : ""}${v.message}` });
-    }
-    return problems.map((p) => `${p.key}: ${p.message}`).sort();
+    }).map((v) => `${docs.gateway}/${violationWhere(v)}: ${v.path ? `${v.path}: ` : ""}${v.message}`);
+    return [...problems.map((p) => `${p.key}: ${p.message}`), ...rules].sort();
   }
 
   it.each(BROKEN.map((b) => [b.name, b] as const))(
@@ -195,31 +194,54 @@ describe("validator", () => {
 
 describe("the validator's problems, as the user reads them", () => {
   const table = eachTest(() => buildRoutingTable(stackConfig("prod"), { "pr-1": ["batch"] }));
-  const cluster = (name: string, i: number) => `gateway/cds.yaml cluster "${name}" (resources[${i}])`;
+  /** A problem of the field `field` of cluster `name`, as the validator makes it. */
+  const cluster = (name: string, i: number, field: string, message: string): Problem =>
+    documentProblem(
+      { gateway: "gateway", file: "cds.yaml", resource: { kind: "cluster", name, index: i }, field },
+      `${field}: ${message}`,
+    );
   it("says a problem every cluster shares once, with the count and the config key that set the field", () => {
     const names = table()
       .production.slice(0, 5)
       .map((s) => s.versions[0]!.cluster);
-    const shared = names.map((n, i) => ({ key: cluster(n, i), message: "connect_timeout: must be greater than 0s" }));
+    const shared = names.map((n, i) => cluster(n, i, "connect_timeout", "must be greater than 0s"));
     expect(explainDocumentProblems(shared, table())).toEqual([
       {
-        key: cluster(names[0]!, 0),
+        key: `gateway/cds.yaml cluster "${names[0]!}" (resources[0])`,
+        source: "documents",
+        place: {
+          gateway: "gateway",
+          file: "cds.yaml",
+          resource: { kind: "cluster", name: names[0]!, index: 0 },
+          field: "connect_timeout",
+          configKey: "envoy-gateways:upstream.connectTimeout",
+        },
         message: `connect_timeout: must be greater than 0s [set by envoy-gateways:upstream.connectTimeout] (the same in 4 more: ${names.slice(1, 4).join(", ")}, ...)`,
       },
     ]);
   });
   it("names the service of a problem of one cluster", () => {
     const [p] = explainDocumentProblems(
-      [{ key: cluster("pr-1_batch", 30), message: "outlier_detection.max_ejection_percent: must be at most 100" }],
+      [cluster("pr-1_batch", 30, "outlier_detection.max_ejection_percent", "must be at most 100")],
       table(),
     );
     expect(p!.message).toBe(
       "outlier_detection.max_ejection_percent: must be at most 100 [set by envoy-gateways:upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent, the dev/PR service pr-1/batch]",
     );
+    expect(p!.place!.configKey).toBe("envoy-gateways:upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent");
   });
   it("leaves a problem it cannot trace as it is", () => {
-    const p = { key: "gateway/envoy.yaml", message: "admin.address: is required" };
+    const p = documentProblem(
+      { gateway: "gateway", file: "envoy.yaml", field: "admin.address" },
+      "admin.address: is required",
+    );
     expect(explainDocumentProblems([p], table())).toEqual([p]);
+  });
+  it("finds the config key from the field the validator names, never from the message's text", () => {
+    // A message that reads like a config-set field, of a field that is not one: no config key.
+    const [p] = explainDocumentProblems([cluster("elsewhere", 0, "lb_policy", "connect_timeout: x")], table());
+    expect(p!.message).toBe("lb_policy: connect_timeout: x");
+    expect(p!.place!.configKey).toBeUndefined();
   });
 });
 
@@ -260,6 +282,47 @@ describe("the validator's entry points: what each checks and the key of each pro
         `${rc}: bogus: unknown field (envoy.config.route.v3.RouteConfiguration has no field bogus)`,
         `gateway/rds.yaml route configuration "https": virtual_hosts[0](${route.name}).routes[0].route.cluster: cluster "nowhere" does not exist (Envoy would answer 503/404 at run time)`,
       ].sort(),
+    );
+    // Each problem's place, field by field: the gateway, the file and resource (or the place Envoy's rule names), the field.
+    expect(validateXds(docs).map((p) => [p.source, p.place])).toEqual(
+      expect.arrayContaining([
+        [
+          "documents",
+          {
+            gateway: "gateway",
+            file: "cds.yaml",
+            resource: { kind: "cluster", name: (docs.cds.resources[1] as Json).name, index: 1 },
+            field: "bogus",
+          },
+        ],
+        [
+          "documents",
+          {
+            gateway: "gateway",
+            file: "rds.yaml",
+            resource: { kind: "route configuration", name: "https", index: 0 },
+            field: "bogus",
+          },
+        ],
+        [
+          "documents",
+          {
+            gateway: "gateway",
+            file: "rds.yaml",
+            element: { kind: "route configuration", name: "https" },
+            field: `virtual_hosts[0](${route.name}).routes[0].route.cluster`,
+          },
+        ],
+        [
+          "documents",
+          {
+            gateway: "gateway",
+            file: "cds.yaml",
+            element: { kind: "cluster", name: (docs.cds.resources[0] as Json).name },
+            field: "name",
+          },
+        ],
+      ]),
     );
   });
 
@@ -304,6 +367,7 @@ describe("the validator's entry points: what each checks and the key of each pro
       duplicateFirstCluster(docs);
       const found = validateXdsData({ ...data(docs), "rds.yaml": text }, where);
       expect(found[0]!.key).toBe(`${where}/rds.yaml`);
+      expect(found[0]!.place).toEqual({ gateway: where, file: "rds.yaml" });
       expect(found[0]!.message).toMatch(/^cannot be read as Envoy reads it: /);
       expect(found[0]!.message).toContain(reason);
       expect(keyed(found.slice(1))).toEqual([duplicate(docs, where)]);
@@ -312,7 +376,12 @@ describe("the validator's entry points: what each checks and the key of each pro
     it("says a missing file is missing; without cds.yaml it does not call every route's cluster unknown", () => {
       const docs = brokenBaseDocuments();
       expect(validateXdsData({ "rds.yaml": data(docs)["rds.yaml"] }, where)).toEqual([
-        { key: `${where}/cds.yaml`, message: "is missing" },
+        {
+          key: `${where}/cds.yaml`,
+          source: "documents",
+          place: { gateway: where, file: "cds.yaml" },
+          message: "is missing",
+        },
       ]);
       duplicateFirstCluster(docs);
       expect(keyed(validateXdsData({ "cds.yaml": data(docs)["cds.yaml"] }, where))).toEqual([
@@ -325,7 +394,8 @@ describe("the validator's entry points: what each checks and the key of each pro
   it("checkXdsFile: resources must be a list of the file's type; a resource is named by its kind, name and index", () => {
     const listener = "envoy.config.listener.v3.Listener";
     const problems: Problem[] = [];
-    checkXdsFile({ resources: 3 }, listener, "f.yaml", problems);
+    const file = { gateway: "gateway", file: "f.yaml" };
+    checkXdsFile({ resources: 3 }, listener, file, problems);
     checkXdsFile(
       {
         resources: [
@@ -335,31 +405,47 @@ describe("the validator's entry points: what each checks and the key of each pro
         ],
       },
       listener,
-      "f.yaml",
+      file,
       problems,
     );
     expect(problems).toEqual([
-      { key: "f.yaml", message: "resources: must be a list" },
       {
-        key: "f.yaml resource (resources[0])",
+        key: "gateway/f.yaml",
+        source: "documents",
+        place: { ...file, field: "resources" },
+        message: "resources: must be a list",
+      },
+      {
+        key: "gateway/f.yaml resource (resources[0])",
+        source: "documents",
+        place: { ...file, resource: { kind: "resource", index: 0 }, field: "@type" },
         message: `@type: must be type.googleapis.com/${listener}`,
         value: undefined,
       },
       {
-        key: `f.yaml resource "c" (resources[1])`,
+        key: `gateway/f.yaml resource "c" (resources[1])`,
+        source: "documents",
+        place: { ...file, resource: { kind: "resource", name: "c", index: 1 }, field: "@type" },
         message: `@type: must be type.googleapis.com/${listener}`,
         value: "type.googleapis.com/envoy.config.cluster.v3.Cluster",
       },
-      { key: "f.yaml resource (resources[2])", message: `bogus: unknown field (${listener} has no field bogus)` },
+      {
+        key: "gateway/f.yaml resource (resources[2])",
+        source: "documents",
+        place: { ...file, resource: { kind: "resource", index: 2 }, field: "bogus" },
+        message: `bogus: unknown field (${listener} has no field bogus)`,
+      },
     ]);
   });
 
   it("checkMessage: a document that is no message at all is one problem without a field path", () => {
     const problems: Problem[] = [];
-    checkMessage("envoy.config.bootstrap.v3.Bootstrap", "x", "gateway/envoy.yaml", problems);
+    checkMessage("envoy.config.bootstrap.v3.Bootstrap", "x", { gateway: "gateway", file: "envoy.yaml" }, problems);
     expect(problems).toEqual([
       {
         key: "gateway/envoy.yaml",
+        source: "documents",
+        place: { gateway: "gateway", file: "envoy.yaml" },
         message: `cannot decode message envoy.config.bootstrap.v3.Bootstrap from JSON: "x"`,
       },
     ]);
@@ -623,7 +709,9 @@ describe("where a document does not decode", () => {
 
 describe("Envoy's load-time rules, each on a small view", () => {
   const found = (view: Partial<GatewayView>) =>
-    envoyRuleViolations({ clusters: [], routeConfigs: [], ...view }).map((v) => `${v.where}: ${v.path}: ${v.message}`);
+    envoyRuleViolations({ clusters: [], routeConfigs: [], ...view }).map(
+      (v) => `${violationWhere(v)}: ${v.path}: ${v.message}`,
+    );
   const node = { id: "gateway", cluster: "gateway" };
   const listener = (name: string, port: number, filters: Json[] = []) => ({
     name,
@@ -695,6 +783,39 @@ describe("Envoy's load-time rules, each on a small view", () => {
     });
     expect(found({ bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [inline])] } }) })).toEqual([
       'envoy.yaml listener "l" inline route configuration: virtual_hosts[0](v).domains[0]: domain "A.example.org" must be lower-case',
+    ]);
+  });
+
+  it("each violation names its file and element as fields, which its text is made from", () => {
+    const inline = hcm({
+      http_filters: [filter("router", ROUTER)],
+      route_config: { name: "r", virtual_hosts: [{ name: "v", domains: ["A.example.org"] }] },
+    });
+    const violations = envoyRuleViolations({
+      bootstrap: bootstrap({ static_resources: { listeners: [listener("l", 1, [inline]), listener("l", 2)] } }),
+      clusters: [{ name: "c", type: "STATIC" }],
+      routeConfigs: [{ name: "https", virtual_hosts: [{ name: "v", domains: ["B.example.org"] }] }],
+    });
+    expect(violations.map(({ file, element, path }) => ({ file, element, path }))).toEqual([
+      {
+        file: "envoy.yaml",
+        element: { kind: "listener", name: "l", part: "inline route configuration" },
+        path: "virtual_hosts[0](v).domains[0]",
+      },
+      { file: "envoy.yaml", element: { kind: "listener", name: "l" }, path: "name" },
+      {
+        file: "rds.yaml",
+        element: { kind: "route configuration", name: "https" },
+        path: "virtual_hosts[0](v).domains[0]",
+      },
+      // A cluster's endpoints are checked for static and CDS clusters alike: the rule does not tell the file.
+      { element: { kind: "cluster", name: "c" }, path: "load_assignment" },
+    ]);
+    expect(violations.map(violationWhere)).toEqual([
+      'envoy.yaml listener "l" inline route configuration',
+      'envoy.yaml listener "l"',
+      'rds.yaml route configuration "https"',
+      'cluster "c"',
     ]);
   });
 
