@@ -4,9 +4,10 @@
 //  - live: after each burst of changes (quiet for the debounce time) it
 //    renders what the routes resources would be given and writes each
 //    ConfigMap whose files change (sync.ts, step 1), within about a second;
-//  - record: an engine run records the latest written snapshot in state,
-//    one at a time; changes that arrive while it runs, or while it waits for
-//    the stack lock, are written live and coalesced into the next record.
+//  - record: an engine run records the latest write in state (sync.ts, step
+//    2: the program runs inline, given what was discovered and written), one
+//    at a time; changes that arrive while it runs, or while it waits for the
+//    stack lock, are written live and coalesced into the next record.
 // A failed step is retried with backoff; while a traffic shift moves, a
 // timer re-renders so the weights follow.
 import type { Stack } from "@pulumi/pulumi/automation";
@@ -14,7 +15,7 @@ import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
-import type { SyncSnapshot } from "./snapshot.js";
+import type { SyncRecord } from "../program/main.js";
 import { engineErrorLines, stackConfigOf, type RoutesResourceState } from "./stack.js";
 import {
   plan,
@@ -72,7 +73,7 @@ export function watchRoutes(
   let liveRunning: Promise<void> | undefined;
   let liveAgain = false;
   let liveDelay = retry.firstMs;
-  let pending: SyncSnapshot | undefined;
+  let pending: SyncRecord | undefined;
   let recordRunning: Promise<void> | undefined;
   let recordDelay = retry.firstMs;
   let recordTimer: NodeJS.Timeout | undefined;
@@ -159,7 +160,7 @@ export function watchRoutes(
     }
     caughtUp = true;
     const writeStart = Date.now();
-    const snapshot = await writeLive(planned, found.devNamespaces, now, written);
+    const wrote = await writeLive(planned, found.devNamespaces, now, written);
     const writeMs = Date.now() - writeStart;
     const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.routes]));
     const changes = routeChanges(live, next);
@@ -176,24 +177,24 @@ export function watchRoutes(
       `routes live ${seconds.toFixed(1)}s after the change was seen (${why}; render ${renderMs} ms, write ${writeMs} ms): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`,
     );
     options.onEvent?.({ kind: "live", seconds });
-    queueRecord(snapshot);
+    queueRecord(wrote);
   };
 
-  const queueRecord = (snapshot: SyncSnapshot) => {
-    pending = snapshot;
+  const queueRecord = (wrote: SyncRecord) => {
+    pending = wrote;
     void runRecord();
   };
 
-  /** Step 2, one at a time, always the latest snapshot. */
+  /** Step 2, one at a time, always the latest write. */
   const runRecord = async (): Promise<void> => {
     if (recordRunning || stopping) return;
     recordRunning = (async () => {
       while (pending && !stopping) {
-        const snapshot = pending;
+        const wrote = pending;
         pending = undefined;
         const started = Date.now();
         try {
-          state = await record(stack, state, snapshot, syncOptions);
+          state = await record(stack, state, wrote, syncOptions);
           recordDelay = retry.firstMs;
           const seconds = (Date.now() - started) / 1000;
           // Say whether this record is the last word, so a reader (or a test) knows when the state has caught up.
@@ -208,7 +209,7 @@ export function watchRoutes(
             schedule("the stack config changed");
           }
         } catch (e) {
-          pending ??= snapshot;
+          pending ??= wrote;
           options.log(`${engineErrorLines(e)}\ntrying again in ${Math.round(recordDelay / 1000)}s`);
           clearTimeout(recordTimer);
           recordTimer = setTimeout(() => void runRecord(), recordDelay);
