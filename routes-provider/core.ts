@@ -101,8 +101,8 @@ export function routesInputs<S>(
   };
 }
 
-/** Outputs: the inputs, and what was written. */
-export interface RoutesOutputs extends RoutesInputs {
+/** Outputs: the facts, and what was written (not what a sync wrote: that is an input of its record only). */
+export interface RoutesOutputs extends RoutesFacts {
   /** The routes written (the facts at `renderedAt`). */
   routes: RoutesView;
   /** Digest of the ConfigMap data this resource last wrote (or found, after a refresh). */
