@@ -58,11 +58,13 @@ export interface RoutesArgs {
   devNamespaces: DevNamespaces;
   /** Kubeconfig for writing the ConfigMap (a secret; default: the ambient one). */
   kubeconfig?: pulumi.Input<string>;
+  /** Only in the engine run that records a sync-routes run: what it wrote into this ConfigMap, and when it rendered. */
+  syncWrite?: Core.SyncWrite;
 }
 
 /** Thin shells: every decision is in routes-provider/core.ts (unit-tested there). */
 export const routesProvider: pulumi.dynamic.ResourceProvider = {
-  async check(_olds, news: Core.RoutesFacts) {
+  async check(_olds, news: Core.RoutesGiven) {
     const core = routesCore();
     const checked = core.checkRoutes(news);
     return { inputs: checked.inputs ?? news, failures: core.checkFailures(checked.problems) };

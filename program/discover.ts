@@ -7,18 +7,9 @@ import type { LoadedConfig } from "./stack.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { DevNamespaces } from "../routing/table.js";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
-import { currentSnapshot } from "../route-sync/snapshot.js";
 
 /** The dev/PR part of the routing table as the cluster has it now; malformed Services are reported and left out. */
 export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig): Promise<DevNamespaces> {
-  // An engine run that records what sync-routes discovered and wrote: its discovery, not a new one.
-  const snapshot = currentSnapshot();
-  if (snapshot) {
-    void pulumi.log.info(
-      `dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${snapshot.renderedAt})`,
-    );
-    return snapshot.devNamespaces;
-  }
   if (config.renderYamlToDirectory) {
     void pulumi.log.info(
       "renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only",

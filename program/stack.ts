@@ -15,6 +15,7 @@ import { EnvoyGateway } from "../components/envoy-gateway.js";
 import { HeadlessService } from "../components/headless-service.js";
 import { RouteSyncAccess } from "../components/route-sync-access.js";
 import { Routes } from "../components/routes.js";
+import { routesInputs, type SyncWrites } from "../routes-provider/core.js";
 
 /** The stack's config, and its kubeconfig kept apart from it. */
 export interface LoadedConfig {
@@ -77,12 +78,14 @@ export interface StackOutputs {
 /**
  * Declares everything. The gateways' xDS ConfigMaps are created with the
  * production routes (so Envoy can start); from then on the routes resources
- * own their data, given the dev/PR namespaces `devNamespaces` lists.
+ * own their data, given the dev/PR namespaces `devNamespaces` lists, and
+ * `sync`: what a sync-routes run wrote, when this run records it.
  */
 export function declareStack(
   loaded: LoadedConfig,
   devNamespaces: DevNamespaces = {},
   now: Date = new Date(),
+  sync?: SyncWrites,
 ): StackOutputs {
   const { config } = loaded;
   const routing = routingConfig(config);
@@ -143,14 +146,12 @@ export function declareStack(
     if (!config.renderYamlToDirectory) {
       new Routes(
         `${gateway}-routes`,
-        {
-          gateway,
-          namespace: config.namespace,
-          configMap: g.xdsConfigMap.metadata.name,
-          config: routing,
+        routesInputs(
+          { gateway, namespace: config.namespace, configMap: g.xdsConfigMap.metadata.name },
+          config,
           devNamespaces,
-          kubeconfig,
-        },
+          { kubeconfig, sync },
+        ),
         { dependsOn: [g.xdsConfigMap] },
       );
     }

@@ -10,30 +10,34 @@
 //     told, so their kubelets project it at once).
 //  2. Record: a targeted update of the routes resources through the Pulumi
 //     Automation API (the same engine, program and state as `pulumi up`),
-//     given what step 1 discovered and wrote (snapshot.ts), once the stack is
-//     not locked by another update. The state then matches the ConfigMaps.
+//     once the stack is not locked by another update. The program runs inline,
+//     in this process, given what step 1 discovered and wrote as its argument
+//     (program/main.ts): the namespaces, and for each routes resource its
+//     `syncWrite` input (the instant rendered at, the digest written). The
+//     state then matches the ConfigMaps.
 //
 // A failure leaves the ConfigMaps as they were (step 1 renders and validates
 // everything before it writes) or says that only the record step failed.
 import { isDeepStrictEqual } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
+import type { SyncRecord } from "../program/main.js";
 import {
   factsOf,
   renderRoutes,
+  routesInputs,
   validated,
   writeRoutes,
   type RenderedRoutes,
   type RoutesFacts,
 } from "../routes-provider/core.js";
-import { routingConfig, type StackConfig } from "../routing/config/schema.js";
+import type { StackConfig } from "../routing/config/schema.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
 import { routeTarget, type RoutesView } from "../routing/routes-view.js";
 import { isMoving, shiftFromSpec } from "../routing/shifts.js";
 import type { DevNamespaces } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
 import { whenUnlocked, type LockWait } from "./lock.js";
-import { writeSnapshot, type SyncSnapshot } from "./snapshot.js";
 import { routesInState, stackConfigOf, type RoutesResourceState } from "./stack.js";
 
 /** Routes per routes resource (<gateway>-routes). */
@@ -113,16 +117,8 @@ export function plan(
   devNamespaces: DevNamespaces,
   now: Date,
 ): PlannedResource[] {
-  const config = routingConfig(sync.config);
   return state.map((r) => {
-    const facts: RoutesFacts = {
-      gateway: r.outputs.gateway,
-      namespace: r.outputs.namespace,
-      configMap: r.outputs.configMap,
-      config,
-      devNamespaces,
-      ...(sync.kubeconfig !== undefined ? { kubeconfig: sync.kubeconfig } : {}),
-    };
+    const facts: RoutesFacts = routesInputs(r.outputs, sync.config, devNamespaces, { kubeconfig: sync.kubeconfig });
     // Not validated: only what is written is (writeRoutes), and what matches the state was validated when it was written.
     const rendered = renderRoutes(facts, now, { validate: false });
     return { state: r, facts, rendered, routes: rendered.routes, digest: dataDigest(rendered.files.xds) };
@@ -183,15 +179,15 @@ export async function discover(sync: SyncConfig): Promise<Discovered> {
 /**
  * Step 1's write: each planned resource whose ConfigMap does not hold its
  * files yet (by `written`: digests known to be in place) gets them. Returns
- * the snapshot the record step needs.
+ * what the record step gives the program.
  */
 export async function writeLive(
   planned: readonly PlannedResource[],
   devNamespaces: DevNamespaces,
   now: Date,
   written: Readonly<Record<string, string>> = {},
-): Promise<SyncSnapshot> {
-  const snapshot: SyncSnapshot = { devNamespaces, renderedAt: now.toISOString(), written: {} };
+): Promise<SyncRecord> {
+  const sync: SyncRecord = { devNamespaces, renderedAt: now.toISOString(), written: {} };
   // Every gateway's files are validated before any is written: never one gateway with the new routes and one refused.
   const changed = planned
     .filter((p) => written[p.state.name] !== p.digest)
@@ -206,8 +202,8 @@ export async function writeLive(
       );
     }
   }
-  for (const p of planned) snapshot.written[p.facts.gateway] = p.digest;
-  return snapshot;
+  for (const p of planned) sync.written[p.facts.gateway] = p.digest;
+  return sync;
 }
 
 export interface SyncOptions {
@@ -218,21 +214,20 @@ export interface SyncOptions {
 }
 
 /**
- * Step 2: the engine records `snapshot` in the routes resources' state (a
- * targeted update, once the stack is not locked), and returns the state
- * after it.
+ * Step 2: the engine records `sync` in the routes resources' state (a
+ * targeted update, once the stack is not locked) by running the program
+ * inline, given `sync`, and returns the state after it.
  */
 export async function record(
   stack: Stack,
   state: readonly RoutesResourceState[],
-  snapshot: SyncSnapshot,
+  sync: SyncRecord,
   options: SyncOptions,
 ): Promise<RoutesResourceState[]> {
-  const file = writeSnapshot(snapshot);
-  const env = stack.workspace.envVars;
+  // Loaded only for a record: a sync with nothing to change never loads the program's components.
+  const program = async () => (await import("../program/main.js")).runProgram(sync);
   try {
-    Object.assign(env, file.env);
-    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never" }), {
+    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never", program }), {
       ...options.lock,
       log: options.log,
     });
@@ -243,9 +238,6 @@ export async function record(
       ),
       { stderr: (e as { stderr?: string }).stderr },
     );
-  } finally {
-    for (const k of Object.keys(file.env)) delete env[k];
-    file.remove();
   }
   return routesInState(stack);
 }
@@ -280,9 +272,9 @@ export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<Sy
   if (changes.added.length + changes.removed.length + changes.changed.length === 0)
     options.log(`recording, because ${reasons.join("; ")}`);
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
-  const snapshot = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
+  const written = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
   const liveSeconds = seconds();
-  await timed("record", () => record(stack, state, snapshot, options));
+  await timed("record", () => record(stack, state, written, options));
   return { ...changes, unchanged: false, steps, liveSeconds, recordedSeconds: seconds() };
 }
 

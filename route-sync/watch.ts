@@ -4,20 +4,21 @@
 //  - live: after each burst of changes (quiet for the debounce time) it
 //    renders what the routes resources would be given and writes each
 //    ConfigMap whose files change (sync.ts, step 1), within about a second;
-//  - record: an engine run records the latest written snapshot in state,
-//    one at a time; changes that arrive while it runs, or while it waits for
-//    the stack lock, are written live and coalesced into the next record.
+//  - record: an engine run records the latest write in state (sync.ts, step
+//    2: the program runs inline, given what was discovered and written), one
+//    at a time; changes that arrive while it runs, or while it waits for the
+//    stack lock, are written live and coalesced into the next record.
 // Each of the two runs one step at a time through its own serial runner
 // (serial-runner.ts), which coalesces requests and retries a failed step with
 // backoff; while a traffic shift moves, a timer re-renders so the weights
 // follow. stop() starts nothing more: the steps in progress finish, and a
-// written snapshot left unrecorded is said.
+// write left unrecorded is said.
 import type { Stack } from "@pulumi/pulumi/automation";
 import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
-import type { SyncSnapshot } from "./snapshot.js";
+import type { SyncRecord } from "../program/main.js";
 import { engineErrorLines, stackConfigOf, type RoutesResourceState } from "./stack.js";
 import {
   plan,
@@ -73,8 +74,8 @@ export function watchRoutes(
   /** Why the next live step runs, and since when a change waits for it. */
   let reasons: string[] = [];
   let firstSeen: number | undefined;
-  /** The latest written snapshot not yet recorded (or being recorded). */
-  let pending: SyncSnapshot | undefined;
+  /** The latest write not yet recorded (or being recorded). */
+  let pending: SyncRecord | undefined;
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
 
@@ -151,7 +152,7 @@ export function watchRoutes(
     }
     caughtUp = true;
     const writeStart = Date.now();
-    const snapshot = await writeLive(planned, found.devNamespaces, now, written);
+    const wrote = await writeLive(planned, found.devNamespaces, now, written);
     const writeMs = Date.now() - writeStart;
     const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.routes]));
     const changes = routeChanges(live, next);
@@ -168,23 +169,23 @@ export function watchRoutes(
       `routes live ${seconds.toFixed(1)}s after the change was seen (${why}; render ${renderMs} ms, write ${writeMs} ms): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`,
     );
     options.onEvent?.({ kind: "live", seconds });
-    queueRecord(snapshot);
+    queueRecord(wrote);
   };
 
-  const queueRecord = (snapshot: SyncSnapshot) => {
-    pending = snapshot;
+  const queueRecord = (wrote: SyncRecord) => {
+    pending = wrote;
     recordRunner.request();
   };
 
-  /** Step 2: an engine run records the latest snapshot in state. */
+  /** Step 2: an engine run records the latest write in state. */
   const recordRunner = serialRunner(
     async () => {
-      const snapshot = pending;
-      if (!snapshot) return;
+      const wrote = pending;
+      if (!wrote) return;
       pending = undefined;
       const started = Date.now();
       try {
-        state = await record(stack, state, snapshot, syncOptions);
+        state = await record(stack, state, wrote, syncOptions);
         const seconds = (Date.now() - started) / 1000;
         // Say whether this record is the last word, so a reader (or a test) knows when the state has caught up.
         options.log(
@@ -198,7 +199,7 @@ export function watchRoutes(
           schedule("the stack config changed");
         }
       } catch (e) {
-        pending ??= snapshot;
+        pending ??= wrote;
         throw e;
       }
     },

@@ -10,7 +10,13 @@
 import { isDeepStrictEqual } from "node:util";
 import { formatProblem, InputError, type Problem } from "../routing/config/errors.js";
 import { parseRoutingConfig } from "../routing/config/load.js";
-import { GATEWAYS, type GatewayName, type RoutingConfig } from "../routing/config/schema.js";
+import {
+  GATEWAYS,
+  routingConfig,
+  type GatewayName,
+  type RoutingConfig,
+  type StackConfig,
+} from "../routing/config/schema.js";
 import { xdsDrift } from "../routing/envoy/drift.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
 import { checkXds, renderXds, translateXdsFiles, type XdsFiles } from "../routing/render.js";
@@ -19,7 +25,6 @@ import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../rou
 import { dataDigest } from "../routing/units.js";
 import { annotatePods, applyConfigMapData, labelSelector, loadKubeConfig, readConfigMap } from "../kube/client.js";
 import { gatewayPodLabels, XDS_DIGEST_ANNOTATION } from "../routing/labels.js";
-import { currentSnapshot } from "../route-sync/snapshot.js";
 
 /** What the program gives the routes resource of one gateway: facts only. */
 export interface RoutesFacts {
@@ -36,13 +41,68 @@ export interface RoutesFacts {
   kubeconfig?: string;
 }
 
-/** The inputs after check: the facts, plus the routes they give now (derived; what previews show). */
-export interface RoutesInputs extends RoutesFacts {
+/**
+ * What a sync-routes run wrote into this gateway's ConfigMap. Given only by
+ * the engine run that records that sync (route-sync/sync.ts runs the program
+ * with it): check, diff and write render at the sync's instant, and the write
+ * goes only over the data the sync left (anything else is newer: a later
+ * sync, whose own record writes it, or an edit). Not a fact: it never makes a
+ * change by itself, and it is not among the outputs.
+ */
+export interface SyncWrite {
+  /** The instant the sync rendered at (it sets shift weights). */
+  renderedAt: string;
+  /** The digest of the ConfigMap data the sync wrote (or found in place). */
+  digest: string;
+}
+
+/** What a sync-routes run wrote, for every gateway: the instant it rendered at, and the digest it left in each ConfigMap. */
+export interface SyncWrites {
+  renderedAt: string;
+  written: Partial<Record<GatewayName, string>>;
+}
+
+/** What the routes resource is given: the facts, and what a sync wrote when its engine run records that sync. */
+export interface RoutesGiven extends RoutesFacts {
+  syncWrite?: SyncWrite;
+}
+
+/** The inputs after check: what was given, plus the routes the facts give (derived; what previews show). */
+export interface RoutesInputs extends RoutesGiven {
   routes: RoutesView;
 }
 
-/** Outputs: the inputs, and what was written. */
-export interface RoutesOutputs extends RoutesInputs {
+/** The routes resource's inputs with `S` for the ConfigMap's name and the kubeconfig (the program's are Pulumi inputs). */
+export type RoutesGivenOf<S> = Omit<RoutesGiven, "configMap" | "kubeconfig"> & { configMap: S; kubeconfig?: S };
+
+/**
+ * The inputs of one gateway's routes resource, built here for the program
+ * (program/stack.ts) and for sync-routes (route-sync/sync.ts) alike: the
+ * gateway and its ConfigMap, the routing part of the stack config, the
+ * discovered dev/PR namespaces, the kubeconfig when there is one and, in the
+ * engine run recording a sync, what that sync wrote into this gateway's
+ * ConfigMap.
+ */
+export function routesInputs<S>(
+  target: { gateway: GatewayName; namespace: string; configMap: S },
+  config: StackConfig,
+  devNamespaces: DevNamespaces,
+  { kubeconfig, sync }: { kubeconfig?: S; sync?: SyncWrites } = {},
+): RoutesGivenOf<S> {
+  const digest = sync?.written[target.gateway];
+  return {
+    gateway: target.gateway,
+    namespace: target.namespace,
+    configMap: target.configMap,
+    config: routingConfig(config),
+    devNamespaces,
+    ...(kubeconfig !== undefined ? { kubeconfig } : {}),
+    ...(sync !== undefined && digest !== undefined ? { syncWrite: { renderedAt: sync.renderedAt, digest } } : {}),
+  };
+}
+
+/** Outputs: the facts, and what was written (not what a sync wrote: that is an input of its record only). */
+export interface RoutesOutputs extends RoutesFacts {
   /** The routes written (the facts at `renderedAt`). */
   routes: RoutesView;
   /** Digest of the ConfigMap data this resource last wrote (or found, after a refresh). */
@@ -152,11 +212,12 @@ export class RoutesInputError extends Error {
 
 /** check(): the inputs with the routes they give, or every problem (bad config, dev routes the table refuses, documents Envoy would refuse). */
 export function checkRoutes(
-  facts: RoutesFacts,
-  now: Date = renderInstant(),
+  given: RoutesGiven,
+  now: Date = renderInstant(given),
 ): { inputs?: RoutesInputs; problems: InputProblem[] } {
   try {
-    return { inputs: { ...factsOf(facts), routes: renderRoutes(facts, now).routes }, problems: [] };
+    const syncWrite = given.syncWrite !== undefined ? { syncWrite: given.syncWrite } : {};
+    return { inputs: { ...factsOf(given), ...syncWrite, routes: renderRoutes(given, now).routes }, problems: [] };
   } catch (e) {
     if (e instanceof RoutesInputError) return { problems: [...e.problems] };
     throw e;
@@ -178,7 +239,7 @@ export function checkFailures(problems: readonly InputProblem[]): { property: st
 export function diffRoutes(
   olds: Partial<RoutesOutputs>,
   news: RoutesInputs,
-  now: Date = renderInstant(),
+  now: Date = renderInstant(news),
 ): { changes: boolean; replaces: string[]; deleteBeforeReplace: boolean } {
   const replaces = (["gateway", "namespace", "configMap"] as const).filter((k) => olds[k] !== news[k]);
   const changed =
@@ -191,10 +252,9 @@ export function diffRoutes(
   return { changes: changed || replaces.length > 0, replaces, deleteBeforeReplace: false };
 }
 
-/** The instant to render at: the recorded sync's (see route-sync/snapshot.ts), else now. */
-export function renderInstant(): Date {
-  const snapshot = currentSnapshot();
-  return snapshot ? new Date(snapshot.renderedAt) : new Date();
+/** The instant to render at: the sync's this engine run records (its `syncWrite`), else now. */
+export function renderInstant(given: Pick<RoutesGiven, "syncWrite">): Date {
+  return given.syncWrite !== undefined ? new Date(given.syncWrite.renderedAt) : new Date();
 }
 
 export interface WriteOptions {
@@ -211,9 +271,9 @@ export interface WriteOptions {
  * with the digest, so their kubelets project the new files at once.
  */
 export async function writeRoutes(
-  facts: RoutesFacts,
-  now: Date = renderInstant(),
-  options: WriteOptions = writeOptionsOf(facts.gateway),
+  facts: RoutesGiven,
+  now: Date = renderInstant(facts),
+  options: WriteOptions = writeOptionsOf(facts),
 ): Promise<RoutesOutputs> {
   const { files, routes } = options.rendered ? validated(options.rendered) : renderRoutes(facts, now);
   const kc = loadKubeConfig(facts.kubeconfig);
@@ -249,9 +309,8 @@ export async function writeRoutes(
 }
 
 /** In an engine run that records a sync: write only over what that sync wrote. */
-function writeOptionsOf(gateway: GatewayName): WriteOptions {
-  const written = currentSnapshot()?.written[gateway];
-  return written === undefined ? {} : { onlyOver: written };
+export function writeOptionsOf(given: Pick<RoutesGiven, "syncWrite">): WriteOptions {
+  return given.syncWrite === undefined ? {} : { onlyOver: given.syncWrite.digest };
 }
 
 /**

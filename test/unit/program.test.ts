@@ -1,6 +1,6 @@
 // The Pulumi program under mocks: what it declares for each stack.
 import * as pulumi from "@pulumi/pulumi";
-import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { StackConfig } from "../../routing/config/schema.js";
 import { parseStackConfig } from "../../routing/config/load.js";
 import { routingConfig } from "../../routing/config/schema.js";
@@ -17,6 +17,15 @@ interface Declared {
   inputs: Record<string, any>;
 }
 let declared: Declared[] = [];
+
+/** Discovery as the program runs it (the cluster's is tested in e2e): what it was asked, what it finds. */
+const discovery = vi.hoisted(() => ({ calls: 0, found: { "pr-7": ["ci"] } as Record<string, string[]> }));
+vi.mock("../../program/discover.js", () => ({
+  discoverDevNamespaces: async () => {
+    discovery.calls++;
+    return discovery.found;
+  },
+}));
 
 beforeAll(async () => {
   await pulumi.runtime.setMocks(
@@ -50,6 +59,13 @@ async function run(raw: Record<string, unknown>) {
   const outputs = declareStack(loadStackConfig());
   await settings.waitForRPCs();
   return { outputs, resources: declared };
+}
+
+/** The engine's config for raw stack config (objects as JSON text). */
+function setConfig(raw: Record<string, unknown>) {
+  const all: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) all[`envoy-gateways:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+  pulumi.runtime.setAllConfig(all, []);
 }
 
 const of = (rs: Declared[], type: string) => rs.filter((r) => r.type === `kubernetes:${type}`);
@@ -209,8 +225,54 @@ describe("routes and route-sync access", () => {
     // The routes are derived by the provider's check, not given.
     expect(gw.routes).toBeUndefined();
     expect(gw.kubeconfig).toBeUndefined();
+    // Only the engine run that records a sync gives what the sync wrote.
+    expect(gw.syncWrite).toBeUndefined();
     // The component's ConfigMap starts with the production routes only.
     expect(named(declared, "core/v1:ConfigMap", "gateway-xds").inputs.data["rds.yaml"]).not.toContain("/pr-5/batch");
+  });
+
+  it("as the record step of a sync runs it: its namespaces, not a discovery, and each routes resource what the sync wrote into its ConfigMap", async () => {
+    declared = [];
+    setConfig(rawStack("dev"));
+    const { runProgram } = await import("../../program/main.js");
+    discovery.calls = 0;
+    const sync = {
+      devNamespaces: { "pr-5": ["batch"] },
+      renderedAt: "2026-11-30T10:20:00.000Z",
+      written: { gateway: "a".repeat(64), "internal-gateway": "b".repeat(64) },
+    };
+    const outputs = await runProgram(sync);
+    await settings.waitForRPCs();
+    expect(discovery.calls).toBe(0);
+    const routes = Object.fromEntries(
+      declared.filter((r) => r.type.endsWith(":Routes")).map((r) => [r.name, r.inputs] as const),
+    );
+    expect(routes["gateway-routes"]!.devNamespaces).toEqual(sync.devNamespaces);
+    expect(routes["gateway-routes"]!.syncWrite).toEqual({ renderedAt: sync.renderedAt, digest: "a".repeat(64) });
+    expect(routes["internal-gateway-routes"]!.syncWrite).toEqual({
+      renderedAt: sync.renderedAt,
+      digest: "b".repeat(64),
+    });
+    expect(outputs.routes.gateway.some((l) => l.startsWith("https://internal.dev.example.org/pr-5/batch ->"))).toBe(
+      true,
+    );
+  });
+
+  it("as the engine runs it (index.ts): discovers the namespaces itself, and gives no syncWrite", async () => {
+    declared = [];
+    setConfig(rawStack("dev"));
+    const { runProgram } = await import("../../program/main.js");
+    discovery.calls = 0;
+    const outputs = await runProgram();
+    await settings.waitForRPCs();
+    expect(discovery.calls).toBe(1);
+    const routes = declared.filter((r) => r.type.endsWith(":Routes"));
+    expect(routes).toHaveLength(2);
+    for (const r of routes) {
+      expect(r.inputs.devNamespaces).toEqual({ "pr-7": ["ci"] });
+      expect(r.inputs).not.toHaveProperty("syncWrite");
+    }
+    expect(Object.keys(outputs).sort()).toEqual(["gateways", "routes"]);
   });
 
   it("passes the kubeconfig to the Kubernetes provider and both routes resources only as a secret, and never in their config", async () => {

@@ -3,11 +3,10 @@
 // leaves, against an in-memory stand-in for the Kubernetes API (the real API
 // server is test/e2e/routes.test.ts's).
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { routesProvider } from "../../components/routes.js";
 import type { ConfigMapState } from "../../kube/client.js";
 import * as core from "../../routes-provider/core.js";
-import { SNAPSHOT_ENV, writeSnapshot } from "../../route-sync/snapshot.js";
 import {
   readRoutes,
   removeRoutes,
@@ -101,9 +100,6 @@ beforeEach(() => {
   cluster.applied.length = 0;
   cluster.annotated.length = 0;
   cluster.annotateFails = undefined;
-});
-afterEach(() => {
-  delete process.env[SNAPSHOT_ENV];
 });
 
 describe("create and update", () => {
@@ -229,23 +225,23 @@ describe("create and update", () => {
   });
 
   it("in the engine run that records a sync: render at the sync's instant and write only over what the sync wrote", async () => {
-    const file = writeSnapshot({
-      devNamespaces: dev,
-      renderedAt: "2026-11-30T10:45:00.000Z",
-      written: { gateway: dataDigest(created().data) },
-    });
-    try {
-      process.env[SNAPSHOT_ENV] = file.env[SNAPSHOT_ENV];
-      const outputs = await writeRoutes(facts());
-      expect(outputs.renderedAt).toBe("2026-11-30T10:45:00.000Z");
-      expect(outputs.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(45);
-      expect(cluster.applied).toHaveLength(1);
-      // The ConfigMap no longer holds what the sync wrote: a later sync's engine run must not write over it.
-      await writeRoutes(facts({ devNamespaces: {} }));
-      expect(cluster.applied).toHaveLength(1);
-    } finally {
-      file.remove();
-    }
+    const syncWrite = { renderedAt: "2026-11-30T10:45:00.000Z", digest: dataDigest(created().data) };
+    const outputs = await writeRoutes({ ...facts(), syncWrite });
+    expect(outputs.renderedAt).toBe("2026-11-30T10:45:00.000Z");
+    expect(outputs.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(45);
+    expect(cluster.applied).toHaveLength(1);
+    expect(cluster.applied[0]!.data).toEqual(renderRoutes(facts(), new Date(syncWrite.renderedAt)).files.xds);
+    // What a sync wrote is not an output: the state's outputs stay the facts and what was written.
+    expect(outputs).not.toHaveProperty("syncWrite");
+    expect(outputs).toEqual(await writeRoutes(facts(), new Date(syncWrite.renderedAt)));
+    // The ConfigMap no longer holds what the sync wrote: a later sync's engine run must not write over it.
+    const annotated = cluster.annotated.length;
+    await writeRoutes({ ...facts({ devNamespaces: {} }), syncWrite });
+    expect(cluster.applied).toHaveLength(1);
+    expect(cluster.annotated).toHaveLength(annotated);
+    // Without what a sync wrote, the same facts are written (a `pulumi up` repairs anything).
+    await writeRoutes(facts({ devNamespaces: {} }));
+    expect(cluster.applied).toHaveLength(2);
   });
 });
 
@@ -317,18 +313,13 @@ describe("delete", () => {
 
   it("even over a ConfigMap a sync wrote since", async () => {
     const written = await writeRoutes(facts(), at);
-    const file = writeSnapshot({
-      devNamespaces: dev,
-      renderedAt: at.toISOString(),
-      written: { gateway: "0".repeat(64) },
-    });
-    try {
-      process.env[SNAPSHOT_ENV] = file.env[SNAPSHOT_ENV];
-      await removeRoutes(written);
-    } finally {
-      file.remove();
-    }
-    expect(cluster.applied).toHaveLength(2);
+    // A sync's live write: the ConfigMap now holds newer routes than this state.
+    await writeRoutes(facts({ devNamespaces: { "pr-99": ["ci"] } }), at, {});
+    await removeRoutes(written);
+    expect(cluster.applied).toHaveLength(3);
+    const left = cluster.configMaps.get("default/gateway-xds")!.data;
+    expect(left["rds.yaml"]).not.toContain("/pr-99/ci");
+    expect(left).toEqual(renderRoutes(facts({ devNamespaces: {} }), new Date()).files.xds);
   });
 
   it("does nothing when the ConfigMap is gone", async () => {
@@ -389,6 +380,30 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
     expect(updated.outs!.routes["pr-12/batch"]).toBeUndefined();
     expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).not.toContain("/pr-12/batch");
     expect(cluster.applied).toHaveLength(2);
+  });
+
+  it("in a sync's record: checks, diffs and writes at the sync's instant, only over what it wrote", async () => {
+    const shifting = (change: Partial<RoutesFacts> = {}) =>
+      facts({ devNamespaces: { "pr-14": [shiftedService("web")] }, ...change });
+    const syncWrite = { renderedAt: "2026-11-30T10:45:00.000Z", digest: dataDigest(created().data) };
+    const checked = await routesProvider.check!({}, { ...shifting(), syncWrite });
+    expect(checked.failures).toEqual([]);
+    expect(checked.inputs.syncWrite).toEqual(syncWrite);
+    expect(checked.inputs.routes["pr-14/web"].clusters["pr-14_web_green"].weight).toBe(45);
+    const before = await routesProvider.create!(core.checkRoutes(shifting({ devNamespaces: {} }), at).inputs!);
+    expect(await routesProvider.diff!(before.id, before.outs, checked.inputs)).toMatchObject({ changes: true });
+    const updated = await routesProvider.update!(before.id, before.outs, checked.inputs);
+    expect(updated.outs!.renderedAt).toBe("2026-11-30T10:45:00.000Z");
+    expect(updated.outs!.routes["pr-14/web"].clusters["pr-14_web_green"].weight).toBe(45);
+    expect(cluster.configMaps.get("default/gateway-xds")!.data).toEqual(
+      renderRoutes(shifting(), new Date(syncWrite.renderedAt)).files.xds,
+    );
+    expect(await routesProvider.diff!(before.id, updated.outs!, checked.inputs)).toMatchObject({ changes: false });
+    // A later sync wrote since: this record leaves its ConfigMap alone.
+    const applied = cluster.applied.length;
+    const stale = (await routesProvider.check!({}, { ...shifting({ devNamespaces: {} }), syncWrite })).inputs;
+    await routesProvider.update!(before.id, updated.outs!, stale);
+    expect(cluster.applied).toHaveLength(applied);
   });
 
   it("reads the state back on refresh, and nothing once the ConfigMap is gone", async () => {

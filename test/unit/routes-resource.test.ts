@@ -7,7 +7,10 @@ import {
   checkFailures,
   checkRoutes,
   diffRoutes,
+  renderInstant,
   renderRoutes,
+  routesInputs,
+  writeOptionsOf,
   type RoutesFacts,
   type RoutesOutputs,
 } from "../../routes-provider/core.js";
@@ -106,6 +109,85 @@ describe("the routing config the routes resources are given", () => {
       gateways: { ...config().gateways, gateway: { ...config().gateways.gateway, maxReplicas: 50 } },
     };
     expect(routingConfig(bigger)).toEqual(routingConfig(config()));
+  });
+});
+
+describe("the inputs of a routes resource (one builder for the program and sync-routes)", () => {
+  // As sync-routes has it: a resource's outputs in state, more than the wiring.
+  const inState = { ...written(facts()), gateway: "internal-gateway" as const, configMap: "internal-gateway-xds" };
+
+  it("takes only the wiring of its target, the routing part of the stack config, and the namespaces", () => {
+    const given = routesInputs(inState, config(), dev);
+    expect(given).toEqual({
+      gateway: "internal-gateway",
+      namespace: "default",
+      configMap: "internal-gateway-xds",
+      config: routingConfig(config()),
+      devNamespaces: dev,
+    });
+    expect(Object.keys(given)).toEqual(["gateway", "namespace", "configMap", "config", "devNamespaces"]);
+    // The allow-list, not the whole stack config: nothing of the Deployments or secrets.
+    expect(given.config).not.toHaveProperty("envoyImage");
+  });
+
+  it("gives the kubeconfig only when there is one", () => {
+    expect(routesInputs(inState, config(), dev, { kubeconfig: "apiVersion: v1" }).kubeconfig).toBe("apiVersion: v1");
+    expect(routesInputs(inState, config(), dev, { kubeconfig: undefined })).not.toHaveProperty("kubeconfig");
+  });
+
+  it("gives each gateway what a recorded sync wrote into its own ConfigMap, and nothing outside a record", () => {
+    const sync = {
+      renderedAt: "2026-11-30T10:45:00.000Z",
+      written: { gateway: "a".repeat(64), "internal-gateway": "b".repeat(64) },
+    };
+    expect(routesInputs(inState, config(), dev, { sync }).syncWrite).toEqual({
+      renderedAt: "2026-11-30T10:45:00.000Z",
+      digest: "b".repeat(64),
+    });
+    expect(routesInputs({ ...inState, gateway: "gateway" }, config(), dev, { sync }).syncWrite!.digest).toBe(
+      "a".repeat(64),
+    );
+    // A gateway the sync did not write gets no syncWrite (so no write guard and no instant of another gateway's).
+    expect(
+      routesInputs(inState, config(), dev, { sync: { ...sync, written: { gateway: "a".repeat(64) } } }),
+    ).not.toHaveProperty("syncWrite");
+    expect(routesInputs(inState, config(), dev)).not.toHaveProperty("syncWrite");
+  });
+});
+
+describe("what a recorded sync wrote (syncWrite)", () => {
+  const syncWrite = { renderedAt: minutesIntoShift(45).toISOString(), digest: "c".repeat(64) };
+
+  it("sets the instant check, diff and write render at; without it, now", () => {
+    expect(renderInstant({ syncWrite })).toEqual(minutesIntoShift(45));
+    const before = Date.now();
+    const now = renderInstant({}).getTime();
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(Date.now());
+  });
+
+  it("makes the write go only over the digest the sync left", () => {
+    expect(writeOptionsOf({ syncWrite })).toEqual({ onlyOver: "c".repeat(64) });
+    expect(writeOptionsOf({})).toEqual({});
+  });
+
+  it("check renders at the sync's instant and keeps it in the inputs; without it, renders now and adds none", () => {
+    const { inputs } = checkRoutes({ ...facts(), syncWrite });
+    expect(inputs!.syncWrite).toEqual(syncWrite);
+    expect(inputs!.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(45);
+    // Now is after the shift's end: all of it on green.
+    const plain = checkRoutes(facts()).inputs!;
+    expect(plain).not.toHaveProperty("syncWrite");
+    expect(plain.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(100);
+  });
+
+  it("diff renders at the sync's instant, and what a sync wrote is no change by itself", () => {
+    const state = written(facts(), minutesIntoShift(45));
+    const at45 = checkRoutes({ ...facts(), syncWrite }).inputs!;
+    expect(diffRoutes(state, at45).changes).toBe(false);
+    // The same inputs rendered now (the shift has ended) are not what was written.
+    expect(diffRoutes(state, { ...at45, syncWrite: undefined }).changes).toBe(true);
+    expect(diffRoutes(state, { ...at45, syncWrite: { ...syncWrite, digest: "d".repeat(64) } }).changes).toBe(false);
   });
 });
 

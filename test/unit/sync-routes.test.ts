@@ -1,10 +1,12 @@
 // What sync-routes prints: the routes added, removed and changed between two states.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { Stack } from "@pulumi/pulumi/automation";
 import { engineErrorLines, routesOf } from "../../route-sync/stack.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
 import {
   notRecorded,
   plan,
+  record,
   recorded,
   report,
   routeChanges,
@@ -12,7 +14,7 @@ import {
   syncedRoutes,
   writeLive,
 } from "../../route-sync/sync.js";
-import { renderRoutes } from "../../routes-provider/core.js";
+import { renderRoutes, routesInputs } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, SHIFT_START, shiftedService } from "./fixtures.js";
@@ -20,6 +22,22 @@ import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
+
+/** The program the record step runs inline, and the state it reads after: stand-ins, to see what they are given. */
+const engine = vi.hoisted(() => ({
+  programRuns: [] as unknown[],
+  inState: [] as unknown[],
+}));
+vi.mock("../../program/main.js", () => ({
+  runProgram: async (sync: unknown) => {
+    engine.programRuns.push(sync);
+    return { gateways: {}, routes: {} };
+  },
+}));
+vi.mock("../../route-sync/stack.js", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("../../route-sync/stack.js")>()),
+  routesInState: async () => engine.inState,
+}));
 
 const config = eachTest(() => stackConfig("dev"));
 const state = (dev: Record<string, string[]>) => ({
@@ -323,5 +341,90 @@ describe("sync-routes: what it reports and plans", () => {
     expect(p!.routes["pr-2/web"]!.clusters["pr-2_web_green"]!.weight).toBe(20);
     expect(p!.digest).toBe(dataDigest(renderRoutes(p!.facts, now).files.xds));
     expect(plan(state, { config: config() }, {}, now)[0]!.facts).not.toHaveProperty("kubeconfig");
+    // The same builder as the program's (program/stack.ts): the wiring from state, not the rest of its outputs.
+    expect(p!.facts).toEqual(
+      routesInputs(state[0]!.outputs, config(), { "pr-2": [shiftedService("web")] }, { kubeconfig: "apiVersion: v1" }),
+    );
+  });
+});
+
+describe("sync-routes: the record step", () => {
+  const sync = {
+    devNamespaces: { "pr-2": ["batch"] },
+    renderedAt: "2026-11-30T10:20:00.000Z",
+    written: { gateway: "a".repeat(64), "internal-gateway": "b".repeat(64) },
+  };
+  const state = [
+    { urn: "urn:pulumi:dev::envoy-gateways::t::gateway-routes", name: "gateway-routes" },
+    { urn: "urn:pulumi:dev::envoy-gateways::t::internal-gateway-routes", name: "internal-gateway-routes" },
+  ] as RoutesResourceState[];
+  /** A stack whose update runs the inline program it is given, as the engine would, noting the environment it ran in. */
+  function stackRunning(fails?: { message: string; stderr: string }) {
+    const ups: { opts: Record<string, unknown>; env: Record<string, string | undefined> }[] = [];
+    const envVars: Record<string, string> = { PULUMI_CONFIG_PASSPHRASE: "p" };
+    const stack = {
+      name: "dev",
+      workspace: { envVars },
+      up: async (opts: { program?: () => Promise<unknown> }) => {
+        ups.push({ opts, env: { ...process.env, ...envVars } });
+        if (fails) throw Object.assign(new Error(fails.message), { stderr: fails.stderr });
+        await opts.program!();
+        return {};
+      },
+    };
+    return { stack: stack as unknown as Stack, ups, envVars };
+  }
+
+  it("updates only the routes resources, running the program inline given what the sync discovered and wrote", async () => {
+    engine.programRuns.length = 0;
+    engine.inState = [{ urn: "after", name: "gateway-routes", outputs: {} }];
+    const { stack, ups, envVars } = stackRunning();
+    const after = await record(stack, state, sync, { log: () => {} });
+    expect(ups).toHaveLength(1);
+    expect(ups[0]!.opts).toEqual({ target: state.map((r) => r.urn), color: "never", program: expect.any(Function) });
+    expect(engine.programRuns).toEqual([sync]);
+    expect(engine.programRuns[0]).toBe(sync);
+    // Nothing handed through the environment: the workspace's variables are as they were.
+    expect(envVars).toEqual({ PULUMI_CONFIG_PASSPHRASE: "p" });
+    expect(Object.keys(ups[0]!.env).filter((k) => k.startsWith("ENVOY_GATEWAYS"))).toEqual([]);
+    expect(after).toBe(engine.inState);
+  });
+
+  it("says that only the record failed, keeping the engine's error output", async () => {
+    engine.programRuns.length = 0;
+    const { stack } = stackRunning({ message: "exit code 255", stderr: "error: the update failed" });
+    const failed = record(stack, state, sync, { log: () => {} });
+    await expect(failed).rejects.toThrow(
+      "the ConfigMaps hold the new routes, but recording them in the stack's state failed (the next sync or `pulumi up` records them): exit code 255",
+    );
+    await expect(failed).rejects.toMatchObject({ stderr: "error: the update failed" });
+    expect(engine.programRuns).toEqual([]);
+  });
+
+  it("is given, by the live write, the namespaces, the instant and the digest of every gateway's files", async () => {
+    const dev = { "pr-2": [shiftedService("web")] };
+    const at = minutesIntoShift(20);
+    const resources = [
+      { gateway: "gateway" as const, configMap: "gateway-xds" },
+      { gateway: "internal-gateway" as const, configMap: "internal-gateway-xds" },
+    ].map(({ gateway, configMap }) => ({
+      urn: `u-${gateway}`,
+      name: `${gateway}-routes`,
+      outputs: {
+        ...routesInputs({ gateway, namespace: "default", configMap }, config(), {}),
+        routes: {},
+        dataDigest: "",
+        renderedAt: "",
+      },
+    }));
+    const planned = plan(resources, { config: config() }, dev, at);
+    expect(planned[0]!.digest).not.toBe(planned[1]!.digest);
+    // Both in place already: nothing is written, and the record is still told what is there.
+    const inPlace = Object.fromEntries(planned.map((p) => [p.state.name, p.digest]));
+    expect(await writeLive(planned, dev, at, inPlace)).toEqual({
+      devNamespaces: dev,
+      renderedAt: "2026-11-30T10:20:00.000Z",
+      written: { gateway: planned[0]!.digest, "internal-gateway": planned[1]!.digest },
+    });
   });
 });

@@ -1,12 +1,12 @@
 // sync-routes --watch on its serial runners, with the informers, the live write and the
 // engine's record stood in for: bursts coalesced, records one at a time with the latest
-// snapshot, failures retried with backoff, and stop() after the steps in progress.
+// write, failures retried with backoff, and stop() after the steps in progress.
 // (test/e2e/routes.test.ts runs it against a real cluster and engine.)
 import type { Stack } from "@pulumi/pulumi/automation";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WatchCallbacks } from "../../kube/watch.js";
 import { InputError } from "../../routing/config/errors.js";
-import type { SyncSnapshot } from "../../route-sync/snapshot.js";
+import type { SyncRecord } from "../../program/main.js";
 import type { RoutesResourceState } from "../../route-sync/stack.js";
 import type { SyncConfig } from "../../route-sync/sync.js";
 import { watchRoutes, type Watcher } from "../../route-sync/watch.js";
@@ -53,14 +53,14 @@ vi.mock("../../route-sync/sync.js", () => ({
     return [{ state: { name: "gateway-routes" }, facts: { gateway: "gateway" }, routes: {}, digest: h.digest }];
   },
   recorded: (p: { digest: string }) => p.digest === h.recordedDigest,
-  writeLive: async (planned: { digest: string }[]): Promise<SyncSnapshot> => {
+  writeLive: async (planned: { digest: string }[]): Promise<SyncRecord> => {
     if (h.writeError) throw h.writeError;
     h.writes.push(planned[0]!.digest);
     return { devNamespaces: {}, renderedAt: "", written: { gateway: planned[0]!.digest } };
   },
-  record: (_stack: Stack, state: RoutesResourceState[], snapshot: SyncSnapshot) =>
+  record: (_stack: Stack, state: RoutesResourceState[], wrote: SyncRecord) =>
     new Promise((resolve, reject) => {
-      const digest = snapshot.written.gateway!;
+      const digest = wrote.written.gateway!;
       h.records.push({
         digest,
         resolve: () => {
@@ -143,7 +143,7 @@ describe("sync-routes --watch", () => {
     expect(out()).toMatch(/recorded in the stack's state \([\d.]+s\): every route written so far/);
   });
 
-  it("records one at a time, the latest snapshot next, while the live writes go on", async () => {
+  it("records one at a time, the latest write next, while the live writes go on", async () => {
     change("namespace pr-1 added", "d1");
     await tick(300);
     change("namespace pr-2 added", "d2");
@@ -162,7 +162,7 @@ describe("sync-routes --watch", () => {
     expect(h.records).toHaveLength(2);
   });
 
-  it("retries a failed record after 2 s, then 4 s, with the latest snapshot", async () => {
+  it("retries a failed record after 2 s, then 4 s, with the latest write", async () => {
     change("namespace pr-1 added", "d1");
     await tick(300);
     h.records[0]!.reject(new Error("error: the backend is unreachable"));
@@ -177,7 +177,7 @@ describe("sync-routes --watch", () => {
     expect(out()).toContain("trying again in 4s");
     change("namespace pr-2 added", "d2");
     await tick(300);
-    // A newer snapshot is recorded at once, in place of the retry.
+    // A newer write is recorded at once, in place of the retry.
     expect(h.records.map((r) => r.digest)).toEqual(["d1", "d1", "d2"]);
     h.records[2]!.resolve();
     await tick(600_000);
@@ -199,7 +199,7 @@ describe("sync-routes --watch", () => {
 
   it("does not retry routes that would be refused; the next change is written", async () => {
     h.renderError = new InputError("stack config", [
-      { key: "envoy-gateways:services[0].name", value: "x", message: "is bad" },
+      { key: "envoy-gateways:services[0].name", source: "config", value: "x", message: "is bad" },
     ]);
     change("namespace pr-1 added", "d1");
     await tick(300);
