@@ -16,7 +16,6 @@
 // A failure leaves the ConfigMaps as they were (step 1 renders and validates
 // everything before it writes) or says that only the record step failed.
 import { isDeepStrictEqual } from "node:util";
-import type { Stack } from "@pulumi/pulumi/automation";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import {
   factsOf,
@@ -34,7 +33,7 @@ import type { DevNamespaces } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
 import { whenUnlocked, type LockWait } from "./lock.js";
 import { writeSnapshot, type SyncSnapshot } from "./snapshot.js";
-import { routesInState, stackConfigOf, type RoutesResourceState } from "./stack.js";
+import { routesInState, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 
 /** Routes per routes resource (<gateway>-routes). */
 export type SyncedRoutes = Record<string, RoutesView>;
@@ -223,16 +222,18 @@ export interface SyncOptions {
  * after it.
  */
 export async function record(
-  stack: Stack,
+  stack: ProjectStack,
   state: readonly RoutesResourceState[],
   snapshot: SyncSnapshot,
   options: SyncOptions,
 ): Promise<RoutesResourceState[]> {
   const file = writeSnapshot(snapshot);
-  const env = stack.workspace.envVars;
+  let env: Record<string, string> = {};
   try {
+    const engine = await stack.automation();
+    env = engine.workspace.envVars;
     Object.assign(env, file.env);
-    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never" }), {
+    await whenUnlocked(() => engine.up({ target: state.map((r) => r.urn), color: "never" }), {
       ...options.lock,
       log: options.log,
     });
@@ -251,7 +252,7 @@ export async function record(
 }
 
 /** One sync, as CI runs it after it creates or deletes a dev/PR namespace. */
-export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<SyncResult> {
+export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Promise<SyncResult> {
   const start = Date.now();
   const seconds = () => (Date.now() - start) / 1000;
   const steps: SyncResult["steps"] = {};

@@ -9,13 +9,12 @@
 //    the stack lock, are written live and coalesced into the next record.
 // A failed step is retried with backoff; while a traffic shift moves, a
 // timer re-renders so the weights follow.
-import type { Stack } from "@pulumi/pulumi/automation";
 import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { SyncSnapshot } from "./snapshot.js";
-import { engineErrorLines, stackConfigOf, type RoutesResourceState } from "./stack.js";
+import { engineErrorLines, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 import {
   plan,
   record,
@@ -52,7 +51,7 @@ export interface Watcher {
 
 /** Starts watching; `sync` and `state` are the stack config and routes resources as they are now. */
 export function watchRoutes(
-  stack: Stack,
+  stack: ProjectStack,
   start: { sync: SyncConfig; state: RoutesResourceState[] },
   options: WatchOptions,
 ): Watcher {
