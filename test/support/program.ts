@@ -66,20 +66,15 @@ export class ProgramStack {
     return new ProgramStack(ws, this.cluster, this.config);
   }
 
-  /** Starts one of the project's CLIs (cli/<name>.ts) against this stack, with the engine's environment. */
+  /**
+   * Starts one of the project's CLIs against this stack, with the engine's environment, as the docs say to
+   * run it: the compiled `dist/<name>` (a launcher that execs Node on dist/<name>.js, so the child's pid is
+   * the CLI's own; the e2e global setup builds dist/ from the sources).
+   */
   spawnScript(name: string, args: string[]): ChildProcessWithoutNullStreams {
     return spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(repoRoot, "cli", `${name}.ts`),
-        "--stack",
-        this.ws.stack,
-        "--project-dir",
-        this.ws.programDir,
-        ...args,
-      ],
+      join(repoRoot, "dist", name),
+      ["--stack", this.ws.stack, "--project-dir", this.ws.programDir, ...args],
       {
         cwd: repoRoot,
         env: this.ws.env,
