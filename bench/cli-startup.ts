@@ -9,12 +9,13 @@
 // inflate).
 //
 //   npx tsx bench/cli-startup.ts [--rounds 5] [--stack local]
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
+import { buildCli } from "../test/support/program.js";
 
 const { values } = parseArgs({
   options: { rounds: { type: "string", default: "5" }, stack: { type: "string", default: "local" } },
@@ -90,7 +91,7 @@ if (pulumiOnPath && existsSync(stackFile)) {
 }
 
 const built = performance.now();
-execFileSync(process.execPath, [join(root, "scripts", "build-cli.mjs")], { stdio: "inherit" });
+buildCli();
 console.log(`npm run build: ${((performance.now() - built) / 1000).toFixed(1)} s (once, not per run)\n`);
 
 const ways = {
