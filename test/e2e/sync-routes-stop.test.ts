@@ -1,9 +1,9 @@
 // The documented way to run the watcher, `dist/sync-routes --stack <s> --watch`,
 // stops on SIGTERM: the signal reaches the watcher itself (the launcher execs
-// Node, so there is no wrapper process to die alone, as `npm run` did, leaving
-// the watcher running), the record step in progress (an engine run, with its
-// pulumi processes) finishes first, and then the process and every process it
-// started are gone.
+// Node: nothing stands between, where `npm run` has npm, a shell and tsx relay
+// it, and tsx SIGKILLs a child that does not acknowledge it within 30 ms), the
+// record step in progress (an engine run, with its pulumi processes) finishes
+// first, and then the process and every process it started are gone.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
