@@ -48,14 +48,15 @@ mkdirSync(join(dist, "generated"));
 copyFileSync(descriptors, join(dist, "generated", "envoy-api.binpb"));
 for (const n of names) {
   // Node's on-disk compile cache (in the temporary directory) turned on before the bundle loads: a later run
-  // skips compiling its megabytes again. `require.main === module` in a CLI still holds through the wrapper's require.
+  // skips compiling its megabytes again. (cli/render.ts, also a module the tests import, knows this wrapper.)
   writeFileSync(
     join(dist, `${n}.js`),
     `"use strict";\nrequire("node:module").enableCompileCache?.();\nrequire("./${n}.bundle.js");\n`,
   );
   const launcher = join(dist, n);
-  // exec: the launcher's shell becomes Node, so SIGTERM to the command is SIGTERM to the CLI.
-  writeFileSync(launcher, `#!/bin/sh\nexec node "$(dirname "$0")/${n}.js" "$@"\n`);
+  // exec: the launcher's shell becomes Node, so SIGTERM to the command is SIGTERM to the CLI. readlink -f: the
+  // launcher may be called through a symlink (on PATH, say).
+  writeFileSync(launcher, `#!/bin/sh\nexec node "$(dirname "$(readlink -f "$0")")/${n}.js" "$@"\n`);
   chmodSync(launcher, 0o755);
 }
 console.log(`build-cli: ${names.map((n) => `dist/${n}`).join(", ")} in ${Date.now() - start} ms`);
