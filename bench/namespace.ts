@@ -1,6 +1,6 @@
 // Benchmark (not a test): a dev/PR namespace comes and goes, end to end on the
 // local node. On a fresh local cluster with the dev stack deployed (real
-// gateway pods) and `npm run sync-routes -- --stack <s> --watch` running as CI
+// gateway pods) and `dist/sync-routes --stack <s> --watch` running as CI
 // would run it, for each of N namespaces in turn:
 //
 //   add     label the namespace and create its routed Service (its pod is
@@ -17,12 +17,13 @@
 //
 // Needs the real components and root (the local node). Takes a few minutes.
 import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
 import { repoRoot } from "../test/support/components.js";
 import { GatewayClient } from "../test/support/gateway-client.js";
 import { AUTH_TOKEN } from "../test/support/local-stack.js";
-import { ProgramStack } from "../test/support/program.js";
+import { buildCli, ProgramStack } from "../test/support/program.js";
 import { until, Workloads } from "../test/support/workloads.js";
 
 const { values } = parseArgs({ options: { namespaces: { type: "string", default: "5" }, help: { type: "boolean" } } });
@@ -49,6 +50,7 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
 async function main(): Promise<void> {
+  buildCli();
   const cluster = await startLocalCluster();
   let stack: ProgramStack | undefined;
   let gateway: GatewayClient | undefined;
@@ -63,18 +65,8 @@ async function main(): Promise<void> {
     const devHost = `internal.${stack.config.domain}`;
 
     watch = spawn(
-      "npm",
-      [
-        "run",
-        "--silent",
-        "sync-routes",
-        "--",
-        "--stack",
-        stack.ws.stack,
-        "--project-dir",
-        stack.ws.programDir,
-        "--watch",
-      ],
+      join(repoRoot, "dist", "sync-routes"),
+      ["--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch"],
       { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     let out = "";

@@ -32,7 +32,7 @@ import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import { routingLabels } from "../routing/labels.js";
 import { startLocalCluster, stopLocalCluster, type LocalCluster } from "../test/support/cluster.js";
-import { ProgramStack } from "../test/support/program.js";
+import { buildCli, ProgramStack } from "../test/support/program.js";
 
 const LABEL_SELECTOR = "envoy-gateways.io/routes=dev";
 const USER = "admin";
@@ -383,6 +383,7 @@ function print(rows: Row[]): void {
 }
 
 async function main(): Promise<void> {
+  buildCli();
   const sizes = sizesOption();
   console.error("starting a local cluster with the audit log ...");
   const cluster = await startLocalCluster({ audit: true });

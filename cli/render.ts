@@ -1,4 +1,5 @@
-// npm run render -- --stack <dev|prod> --out <dir> [--namespaces <file>]
+// dist/render --stack <dev|prod> --out <dir> [--namespaces <file>]
+// (compiled by `npm run build`; from source: npm run render -- ...)
 //
 // Writes <dir>/<gateway>/envoy.yaml (+ sds-*.yaml), cds.yaml and rds.yaml for
 // both gateways, exactly as the ConfigMaps will hold them, after validating
@@ -16,7 +17,7 @@ import { renderGateways } from "../routing/render.js";
 import { buildRoutingTable, tableCounts, type DevNamespaces } from "../routing/table.js";
 
 const USAGE =
-  "usage: npm run render -- --stack <name> --out <dir> [--namespaces <file>] [--project-dir <dir with Pulumi.<name>.yaml>]";
+  "usage: dist/render --stack <name> --out <dir> [--namespaces <file>] [--project-dir <dir with Pulumi.<name>.yaml>]";
 
 /** A problem with where the output goes: one line, nothing written. */
 class OutputError extends Error {}
@@ -157,4 +158,6 @@ function firstFileAbove(path: string): string | undefined {
   return undefined;
 }
 
-if (require.main === module) process.exitCode = renderCommand(process.argv.slice(2));
+// Run as a command: from source (tsx cli/render.ts), or compiled, as dist/render.js loading dist/render.bundle.js.
+if (require.main === module || require.main?.filename === __filename.replace(/\.bundle\.js$/, ".js"))
+  process.exitCode = renderCommand(process.argv.slice(2));

@@ -1,4 +1,5 @@
-// npm run shifts -- --stack <name> [--all] [--reverse <service | namespace/service>]
+// dist/shifts --stack <name> [--all] [--reverse <service | namespace/service>]
+// (compiled by `npm run build`; from source: npm run shifts -- ...)
 //
 // Lists the traffic shifts of a stack (production shifts from its config,
 // dev/PR shifts from the annotations on discovered Services) with current
@@ -7,17 +8,10 @@
 // annotating the new version's Service (dev/PR; sync-routes picks it up).
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import * as k8s from "@kubernetes/client-node";
-import { openStack, stackConfigOf } from "../route-sync/stack.js";
-import { describeKubeError, listRoutedObjects, loadKubeConfig } from "../kube/client.js";
-import { ROUTED_SERVICE_SELECTOR, discoverRoutes } from "../routing/discovery.js";
-import { LABEL, SHIFT_ANNOTATION } from "../routing/labels.js";
-import { shiftTable, type ShiftRow } from "../routing/shift-report.js";
-import { routeId } from "../routing/names.js";
-import { reverseShift, shiftFromSpec } from "../routing/shifts.js";
+import type { ShiftRow } from "../routing/shift-report.js";
 
 const USAGE =
-  "usage: npm run shifts -- --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
+  "usage: dist/shifts --stack <name> [--all] [--reverse <service>|<namespace>/<service>] [--project-dir <dir>]";
 
 async function main(): Promise<number> {
   let values;
@@ -48,6 +42,23 @@ async function main(): Promise<number> {
     );
     return 2;
   }
+  // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
+  const [k8s, { openStack, stackConfigOf }, kube, discovery, labels, report, names, shifts] = await Promise.all([
+    import("@kubernetes/client-node"),
+    import("../route-sync/stack.js"),
+    import("../kube/client.js"),
+    import("../routing/discovery.js"),
+    import("../routing/labels.js"),
+    import("../routing/shift-report.js"),
+    import("../routing/names.js"),
+    import("../routing/shifts.js"),
+  ]);
+  const { describeKubeError, listRoutedObjects, loadKubeConfig } = kube;
+  const { ROUTED_SERVICE_SELECTOR, discoverRoutes } = discovery;
+  const { LABEL, SHIFT_ANNOTATION } = labels;
+  const { shiftTable } = report;
+  const { routeId } = names;
+  const { reverseShift, shiftFromSpec } = shifts;
   const stack = await openStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
   const { config, kubeconfig } = await stackConfigOf(stack);
   const now = new Date();
@@ -88,7 +99,7 @@ async function main(): Promise<number> {
       const index = config.shifts.findIndex(
         (s) => s.service === service && new Date(s.start).getTime() === row.shift.start.getTime(),
       );
-      await stack.setConfig(`envoy-gateways:shifts[${index}].reversed`, { value: at }, true);
+      await (await stack.automation()).setConfig(`envoy-gateways:shifts[${index}].reversed`, { value: at }, true);
       console.log(
         `reversed the shift of ${target} at ${at} in the stack config (Pulumi.${values.stack}.yaml); run \`pulumi up\` (or sync-routes) to apply it`,
       );

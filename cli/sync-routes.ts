@@ -1,4 +1,5 @@
-// npm run sync-routes -- --stack <name> [--watch] [--debounce 300ms] [--lock-wait 15m]
+// dist/sync-routes --stack <name> [--watch] [--debounce 300ms] [--lock-wait 15m]
+// (compiled by `npm run build`; from source: npm run sync-routes -- ...)
 //
 // For CI, after it creates or deletes a dev/PR namespace: discover the
 // routed namespaces and Services, write the gateways' ConfigMaps that change
@@ -10,13 +11,10 @@
 // change; SIGTERM stops it cleanly.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { openStack, routesInState, stackConfigOf, engineErrorLines } from "../route-sync/stack.js";
-import { report, syncRoutes } from "../route-sync/sync.js";
-import { watchRoutes } from "../route-sync/watch.js";
 import { parseDuration } from "../routing/units.js";
 
 const USAGE =
-  "usage: npm run sync-routes -- --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
+  "usage: dist/sync-routes --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
 
 /** A flag's duration in milliseconds, or an error naming the flag, the value and what is allowed. */
 function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], example: string): number {
@@ -61,8 +59,11 @@ async function main(): Promise<number> {
   const lock = { maxWaitMs: durationFlag("lock-wait", values["lock-wait"]!, ["s", "m"], "90s or 15m") };
   const projectDir = resolve(values["project-dir"] ?? resolve(__dirname, ".."));
   const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+  // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
+  const { openStack, routesInState, stackConfigOf, engineErrorLines } = await import("../route-sync/stack.js");
   const stack = await openStack(values.stack, projectDir);
   if (!values.watch) {
+    const { report, syncRoutes } = await import("../route-sync/sync.js");
     try {
       for (const line of report(await syncRoutes(stack, { log, lock }))) console.log(line);
       return 0;
@@ -76,6 +77,7 @@ async function main(): Promise<number> {
   const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
   if (state.length === 0)
     throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
+  const { watchRoutes } = await import("../route-sync/watch.js");
   // While a traffic shift moves, weights change with time alone: re-render every 10 s.
   const watcher = watchRoutes(stack, { sync, state }, { debounceMs, resyncMs: 10_000, lock, log });
   log(

@@ -2,12 +2,11 @@
 // sync) holds the stack while it runs; a sync that finds it held waits and
 // retries with bounded backoff, saying who holds it, instead of failing or
 // losing its change.
-import { ConcurrentUpdateError } from "@pulumi/pulumi/automation";
-
 /** Who holds the lock, from the engine's refusal: "root@ci-7 (pid 4242) since 2026-12-01T10:00:00Z", or what the backend says. */
 export function lockHolder(e: unknown): string | undefined {
   if (
-    !(e instanceof ConcurrentUpdateError) &&
+    // The Automation API's ConcurrentUpdateError, by name: importing the class would load the Automation API.
+    (e as Error | undefined)?.name !== "ConcurrentUpdateError" &&
     !/the stack is currently locked|Another update is currently in progress/.test(
       String((e as { stderr?: string })?.stderr ?? ""),
     )

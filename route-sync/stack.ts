@@ -1,31 +1,72 @@
-// The stack sync-routes works on, through the Pulumi Automation API (the
-// same engine, program and state as `pulumi up`): its config, and what its
-// routes resources hold in state.
+// The stack sync-routes works on: its config and what its routes resources
+// hold in state, read with the pulumi CLI; and, for an engine run (the
+// record step, `shifts --reverse`), the same stack through the Pulumi
+// Automation API (the same engine, program and state as `pulumi up`). The
+// Automation API is loaded only then: loading it costs about half a second,
+// more than the rest of a sync that finds nothing to change.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
+import type { Stack } from "@pulumi/pulumi/automation";
 import { fromPulumiConfig, kubeconfigOf, KUBECONFIG_KEY, parseStackConfig, PROJECT } from "../routing/config/load.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import type { RoutesOutputs } from "../routes-provider/core.js";
 
-/** The stack through the Automation API, with the pulumi CLI found on PATH. */
-export async function openStack(stackName: string, projectDir: string): Promise<Stack> {
-  try {
-    return await LocalWorkspace.selectStack({ stackName, workDir: projectDir });
-  } catch (e) {
-    if (/ENOENT/.test(String((e as Error).message))) {
-      throw new Error(
-        "the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend",
-        { cause: e },
-      );
+const exec = promisify(execFile);
+
+/** A stack of the project in `workDir`, run with the pulumi CLI found on PATH. */
+export class ProjectStack {
+  private engine?: Promise<Stack>;
+
+  constructor(
+    readonly name: string,
+    readonly workDir: string,
+  ) {}
+
+  /** Runs `pulumi <args> --stack <name> --non-interactive` in the project's directory, as the Automation API would; its stdout. */
+  async pulumi(args: string[]): Promise<string> {
+    try {
+      const { stdout } = await exec("pulumi", [...args, "--stack", this.name, "--non-interactive"], {
+        cwd: this.workDir,
+        env: { ...process.env, PULUMI_AUTOMATION_API: "true" },
+        maxBuffer: 1 << 30,
+      });
+      return stdout;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") {
+        throw new Error(
+          "the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend",
+          { cause: e },
+        );
+      }
+      throw Object.assign(new Error(`stack ${this.name} in ${this.workDir}: ${engineErrorLines(e)}`, { cause: e }), {
+        stderr: (e as { stderr?: string }).stderr,
+      });
     }
-    throw new Error(`stack ${stackName} in ${projectDir}: ${engineErrorLines(e)}`, { cause: e });
+  }
+
+  /** The same stack through the Automation API, for an engine run (loaded, and the stack selected, on first use). */
+  automation(): Promise<Stack> {
+    this.engine ??= import("@pulumi/pulumi/automation/index.js").then(({ LocalWorkspace }) =>
+      LocalWorkspace.selectStack({ stackName: this.name, workDir: this.workDir }).catch((e: unknown) => {
+        throw new Error(`stack ${this.name} in ${this.workDir}: ${engineErrorLines(e)}`, { cause: e });
+      }),
+    );
+    return this.engine;
   }
 }
 
+/** The stack, not read yet: its config and state are read when asked for (a missing stack or CLI is reported then). */
+export async function openStack(stackName: string, projectDir: string): Promise<ProjectStack> {
+  return new ProjectStack(stackName, projectDir);
+}
+
 /** The stack's validated config, and its kubeconfig (a secret) kept apart. */
-export async function stackConfigOf(stack: Stack): Promise<{ config: StackConfig; kubeconfig?: string }> {
-  const all = await stack.getAllConfig();
+export async function stackConfigOf(stack: ProjectStack): Promise<{ config: StackConfig; kubeconfig?: string }> {
+  // What the Automation API's getAllConfig runs.
+  const all = JSON.parse(await stack.pulumi(["config", "--show-secrets", "--json"])) as Record<
+    string,
+    { value: string; secret?: boolean }
+  >;
   const values = Object.fromEntries(Object.entries(all).map(([k, v]) => [k, v.value]));
   const secretKeys = new Set(
     Object.entries(all)
@@ -47,8 +88,6 @@ export interface RoutesResourceState {
   outputs: Omit<RoutesOutputs, "kubeconfig">;
 }
 
-const exec = promisify(execFile);
-
 /**
  * The stack's routes resources as its state holds them, read without
  * decrypting its secrets: nothing sync-routes needs from the state is secret,
@@ -56,15 +95,8 @@ const exec = promisify(execFile);
  * quarter of a second of CPU) beside the config read, which needs it for the
  * kubeconfig.
  */
-export async function routesInState(stack: Stack): Promise<RoutesResourceState[]> {
-  const ws = stack.workspace;
-  const env = { ...process.env, ...(ws.pulumiHome ? { PULUMI_HOME: ws.pulumiHome } : {}), ...ws.envVars };
-  const { stdout } = await exec(
-    ws.pulumiCommand.command,
-    ["stack", "export", "--stack", stack.name, "--non-interactive"],
-    { cwd: ws.workDir, env, maxBuffer: 1 << 30 },
-  );
-  return routesOf(JSON.parse(stdout) as { deployment?: unknown });
+export async function routesInState(stack: ProjectStack): Promise<RoutesResourceState[]> {
+  return routesOf(JSON.parse(await stack.pulumi(["stack", "export"])) as { deployment?: unknown });
 }
 
 /** A secret as the engine exports it without --show-secrets: { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext }. */

@@ -19,7 +19,6 @@
 // A failure leaves the ConfigMaps as they were (step 1 renders and validates
 // everything before it writes) or says that only the record step failed.
 import { isDeepStrictEqual } from "node:util";
-import type { Stack } from "@pulumi/pulumi/automation";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import type { SyncRecord } from "../program/main.js";
 import {
@@ -38,7 +37,7 @@ import { isMoving, shiftFromSpec } from "../routing/shifts.js";
 import type { DevNamespaces } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
 import { whenUnlocked, type LockWait } from "./lock.js";
-import { routesInState, stackConfigOf, type RoutesResourceState } from "./stack.js";
+import { routesInState, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 
 /** Routes per routes resource (<gateway>-routes). */
 export type SyncedRoutes = Record<string, RoutesView>;
@@ -219,7 +218,7 @@ export interface SyncOptions {
  * inline, given `sync`, and returns the state after it.
  */
 export async function record(
-  stack: Stack,
+  stack: ProjectStack,
   state: readonly RoutesResourceState[],
   sync: SyncRecord,
   options: SyncOptions,
@@ -227,7 +226,8 @@ export async function record(
   // Loaded only for a record: a sync with nothing to change never loads the program's components.
   const program = async () => (await import("../program/main.js")).runProgram(sync);
   try {
-    await whenUnlocked(() => stack.up({ target: state.map((r) => r.urn), color: "never", program }), {
+    const engine = await stack.automation();
+    await whenUnlocked(() => engine.up({ target: state.map((r) => r.urn), color: "never", program }), {
       ...options.lock,
       log: options.log,
     });
@@ -243,7 +243,7 @@ export async function record(
 }
 
 /** One sync, as CI runs it after it creates or deletes a dev/PR namespace. */
-export async function syncRoutes(stack: Stack, options: SyncOptions): Promise<SyncResult> {
+export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Promise<SyncResult> {
   const start = Date.now();
   const seconds = () => (Date.now() - start) / 1000;
   const steps: SyncResult["steps"] = {};

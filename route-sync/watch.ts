@@ -13,13 +13,12 @@
 // backoff; while a traffic shift moves, a timer re-renders so the weights
 // follow. stop() starts nothing more: the steps in progress finish, and a
 // write left unrecorded is said.
-import type { Stack } from "@pulumi/pulumi/automation";
 import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { SyncRecord } from "../program/main.js";
-import { engineErrorLines, stackConfigOf, type RoutesResourceState } from "./stack.js";
+import { engineErrorLines, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 import {
   plan,
   record,
@@ -57,7 +56,7 @@ export interface Watcher {
 
 /** Starts watching; `sync` and `state` are the stack config and routes resources as they are now. */
 export function watchRoutes(
-  stack: Stack,
+  stack: ProjectStack,
   start: { sync: SyncConfig; state: RoutesResourceState[] },
   options: WatchOptions,
 ): Watcher {

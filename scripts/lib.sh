@@ -72,7 +72,7 @@ pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
 actionlint_bin_dir()   { echo "$EG_CACHE/actionlint-$ACTIONLINT_VERSION/bin"; }
 
 # setup_project [test-tools]: Node 22, the npm packages (npm ci on a fresh clone or in
-# CI), the Debian packages of the local node (containerd, runc, CNI plugins) and the
+# CI), the CLIs compiled into dist/, the Debian packages of the local node (containerd, runc, CNI plugins) and the
 # real components; with "test-tools", also the Debian tools the Envoy tests and
 # benchmarks use. Envoy's API descriptors come first: `npm ci` installs them into
 # routing/validation/generated/ (and fails, saying so, without them).
@@ -84,6 +84,8 @@ setup_project() {
   if [[ -n "${CI:-}" || ! -d node_modules ]]; then
     step "npm ci" npm ci --no-audit --no-fund
   fi
+  # The CLIs compiled ahead of time (dist/sync-routes, dist/render, dist/shifts): every run, so they match the sources.
+  step "CLIs (dist/)" npm run -s build
   if [[ "${1:-}" == test-tools ]]; then
     step "test tools (apt)" bash scripts/install-test-tools.sh
   fi

@@ -78,5 +78,5 @@ step "requests through the gateway pod" npx tsx scripts/local-stack.ts show --cl
 echo
 echo "Kubeconfig of the local cluster: $CLUSTER_DIR/kubeconfig (services CA: $CLUSTER_DIR/pki/services-ca.crt)"
 echo "Label a namespace envoy-gateways.io/routes=dev, give it a Service with the routing labels (README), then:"
-echo "  source scripts/env.sh && npm run sync-routes -- --stack $STACK"
+echo "  source scripts/env.sh && dist/sync-routes --stack $STACK"
 echo "Tear down: bash scripts/quickstart.sh --down"

@@ -5,7 +5,7 @@
 // cluster (kubeconfig as a secret), with the gateways' and pods' Secrets in the
 // cluster. `pulumi up` waits for ready Deployments, as on any cluster.
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StackConfig } from "../../routing/config/schema.js";
@@ -13,6 +13,11 @@ import type { LocalCluster } from "./cluster.js";
 import { repoRoot } from "./components.js";
 import { applyLocalSecrets, localStackConfigLines, parsedLocalStackConfig } from "./local-stack.js";
 import { PulumiWorkspace } from "./pulumi.js";
+
+/** The CLIs compiled from the current sources into dist/, as `npm run build` does (about 10 s). */
+export function buildCli(): void {
+  execFileSync(process.execPath, [join(repoRoot, "scripts", "build-cli.mjs")], { stdio: "inherit" });
+}
 
 export interface ProgramStackOptions {
   /** Which stack file's config to start from (Pulumi.<from>.yaml). */
@@ -66,26 +71,19 @@ export class ProgramStack {
     return new ProgramStack(ws, this.cluster, this.config);
   }
 
-  /** Starts one of the project's CLIs (cli/<name>.ts) against this stack, with the engine's environment. */
+  /**
+   * Starts one of the project's CLIs against this stack, with the engine's environment, as the docs say to
+   * run it: the compiled `dist/<name>` (a launcher that execs Node on dist/<name>.js, so the child's pid is
+   * the CLI's own; the e2e global setup builds dist/ from the sources).
+   */
   spawnScript(name: string, args: string[]): ChildProcessWithoutNullStreams {
-    return spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(repoRoot, "cli", `${name}.ts`),
-        "--stack",
-        this.ws.stack,
-        "--project-dir",
-        this.ws.programDir,
-        ...args,
-      ],
-      {
-        cwd: repoRoot,
-        env: this.ws.env,
-        stdio: ["pipe", "pipe", "pipe"],
-      },
-    );
+    const command = join(repoRoot, "dist", name);
+    if (!existsSync(command)) throw new Error(`${command} not found: run \`npm run build\` (scripts/setup.sh does)`);
+    return spawn(command, ["--stack", this.ws.stack, "--project-dir", this.ws.programDir, ...args], {
+      cwd: repoRoot,
+      env: this.ws.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
   }
 
   /** Runs one of the project's CLIs to its end (killed after `timeoutMs`); never throws on a non-zero exit. */

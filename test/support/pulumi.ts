@@ -56,7 +56,9 @@ export class PulumiWorkspace {
     this.tmpDir = join(this.dir, "tmp");
     mkdirSync(this.tmpDir);
     this.programDir = join(this.dir, "program");
-    const skip = options.keepStackFiles ? /[\\/]node_modules$/ : /[\\/](node_modules|Pulumi\.[^\\/]+\.yaml)$/;
+    const skip = options.keepStackFiles
+      ? /[\\/](node_modules|dist)$/
+      : /[\\/](node_modules|dist|Pulumi\.[^\\/]+\.yaml)$/;
     cpSync(options.programDir, this.programDir, { recursive: true, filter: (src) => !skip.test(src) });
     symlinkSync(join(repoRoot, "node_modules"), join(this.programDir, "node_modules"), "dir");
     const path = [

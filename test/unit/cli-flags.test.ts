@@ -1,4 +1,5 @@
 // Every CLI of the package: a bad flag is one line naming it (and what is allowed) and exit code 2, before anything runs.
+// From source (tsx), as `npm run <name>` runs them, so that `npm test` needs no build; the e2e tests run dist/<name>.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -35,7 +36,7 @@ describe("CLI flags", () => {
     ],
     ["shifts", [], /^shifts: --stack is required\nusage: /],
   ];
-  // Each case starts a process that loads the Automation API (seconds; more on a busy machine).
+  // Each case starts a process that compiles the CLI with tsx (seconds on a busy machine).
   it.each(cases)("%s %j", { timeout: 60_000 }, (script, args, expected) => {
     const r = run(script, ...args);
     expect(r.stderr).toMatch(expected);

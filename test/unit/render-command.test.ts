@@ -260,7 +260,7 @@ describe("refused output: one line, nothing changed", () => {
   it("an unknown flag, a missing value, an unknown stack", () => {
     expect(render("--stack", "dev", "--out", "x", "--namespace", "ns.yaml")).toMatchObject({
       code: 2,
-      stderr: expect.stringMatching(/^render: Unknown option '--namespace'.*\nusage: npm run render/s),
+      stderr: expect.stringMatching(/^render: Unknown option '--namespace'.*\nusage: dist\/render/s),
     });
     expect(render("--stack")).toMatchObject({
       code: 2,

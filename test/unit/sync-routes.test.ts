@@ -1,8 +1,7 @@
 // What sync-routes prints: the routes added, removed and changed between two states.
 import { describe, expect, it, vi } from "vitest";
-import type { Stack } from "@pulumi/pulumi/automation";
 import { engineErrorLines, routesOf } from "../../route-sync/stack.js";
-import type { RoutesResourceState } from "../../route-sync/stack.js";
+import type { ProjectStack, RoutesResourceState } from "../../route-sync/stack.js";
 import {
   notRecorded,
   plan,
@@ -362,7 +361,7 @@ describe("sync-routes: the record step", () => {
   function stackRunning(fails?: { message: string; stderr: string }) {
     const ups: { opts: Record<string, unknown>; env: Record<string, string | undefined> }[] = [];
     const envVars: Record<string, string> = { PULUMI_CONFIG_PASSPHRASE: "p" };
-    const stack = {
+    const engineStack = {
       name: "dev",
       workspace: { envVars },
       up: async (opts: { program?: () => Promise<unknown> }) => {
@@ -372,7 +371,9 @@ describe("sync-routes: the record step", () => {
         return {};
       },
     };
-    return { stack: stack as unknown as Stack, ups, envVars };
+    // The project's stack, whose Automation API stack is loaded only for an engine run.
+    const stack = { name: "dev", workDir: "/project", automation: async () => engineStack };
+    return { stack: stack as unknown as ProjectStack, ups, envVars };
   }
 
   it("updates only the routes resources, running the program inline given what the sync discovered and wrote", async () => {

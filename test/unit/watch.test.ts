@@ -2,12 +2,11 @@
 // engine's record stood in for: bursts coalesced, records one at a time with the latest
 // write, failures retried with backoff, and stop() after the steps in progress.
 // (test/e2e/routes.test.ts runs it against a real cluster and engine.)
-import type { Stack } from "@pulumi/pulumi/automation";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WatchCallbacks } from "../../kube/watch.js";
 import { InputError } from "../../routing/config/errors.js";
 import type { SyncRecord } from "../../program/main.js";
-import type { RoutesResourceState } from "../../route-sync/stack.js";
+import type { ProjectStack, RoutesResourceState } from "../../route-sync/stack.js";
 import type { SyncConfig } from "../../route-sync/sync.js";
 import { watchRoutes, type Watcher } from "../../route-sync/watch.js";
 
@@ -58,7 +57,7 @@ vi.mock("../../route-sync/sync.js", () => ({
     h.writes.push(planned[0]!.digest);
     return { devNamespaces: {}, renderedAt: "", written: { gateway: planned[0]!.digest } };
   },
-  record: (_stack: Stack, state: RoutesResourceState[], wrote: SyncRecord) =>
+  record: (_stack: ProjectStack, state: RoutesResourceState[], wrote: SyncRecord) =>
     new Promise((resolve, reject) => {
       const digest = wrote.written.gateway!;
       h.records.push({
@@ -102,7 +101,7 @@ describe("sync-routes --watch", () => {
     lines = [];
     stopped = false;
     watcher = watchRoutes(
-      {} as Stack,
+      {} as ProjectStack,
       { sync: sync as unknown as SyncConfig, state },
       {
         debounceMs: 300,
