@@ -190,7 +190,7 @@ describe("the example GitHub Actions workflows", () => {
     });
   });
 
-  it("run sync-routes for the prod stack after a namespace event, after npm ci, one at a time", () => {
+  it("run sync-routes for the prod stack after a namespace event, compiled after npm ci, one at a time", () => {
     const w = workflow("sync-routes.yml");
     expect(w.on).toEqual({
       repository_dispatch: { types: ["namespace-created", "namespace-deleted"] },
@@ -200,9 +200,12 @@ describe("the example GitHub Actions workflows", () => {
     expect(w.jobs.sync!.if).toBe("github.ref == 'refs/heads/main'");
     const runs = stepsOf(w).map((s) => s.run ?? "");
     const npmCi = runs.findIndex((r) => r.startsWith("npm ci"));
-    const sync = runs.findIndex((r) => /sync-routes.* --stack prod$/m.test(r));
+    const build = runs.indexOf("npm run build");
+    // The compiled CLI (dist/, built after npm ci), not `npm run`: no tsx compiling at every run.
+    const sync = runs.findIndex((r) => /^dist\/sync-routes --stack prod$/m.test(r));
     expect(npmCi).toBeGreaterThanOrEqual(0);
-    expect(sync).toBeGreaterThan(npmCi);
+    expect(build).toBeGreaterThan(npmCi);
+    expect(sync).toBeGreaterThan(build);
     // The CLI is there for the Automation API: the pulumi action with no command only installs it.
     expect(pulumiStep("sync-routes.yml").with).toEqual({ "pulumi-version": pinnedVersions().PULUMI_VERSION });
   });
