@@ -42,11 +42,10 @@ export function explainDocumentProblems(problems: readonly Problem[], table: Rou
       resource !== undefined
         ? `${place!.gateway}\0${place!.file}\0${place!.resource!.kind}\0${p.message}`
         : `\0${p.key}\0${p.message}`;
-    const entry = groups.get(group);
     // The same problem twice at a place that is not a resource is said once.
-    if (entry) {
-      if (resource !== undefined) entry.resources.push(resource);
-    } else groups.set(group, { first: p, resources: resource !== undefined ? [resource] : [] });
+    const entry = groups.get(group) ?? { first: p, resources: [] };
+    groups.set(group, entry);
+    if (resource !== undefined) entry.resources.push(resource);
   }
   return [...groups.values()].map(({ first, resources }) => {
     const configKey = configKeyOf(first.place?.field);

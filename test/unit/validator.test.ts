@@ -235,7 +235,19 @@ describe("the validator's problems, as the user reads them", () => {
       { gateway: "gateway", file: "envoy.yaml", field: "admin.address" },
       "admin.address: is required",
     );
-    expect(explainDocumentProblems([p], table())).toEqual([p]);
+    // Strictly: no place gains a configKey it does not have.
+    expect(explainDocumentProblems([p], table())).toStrictEqual([p]);
+  });
+  it("says the same problem at a place that is not a resource once, without a count", () => {
+    const p = documentProblem(
+      { gateway: "gateway", file: "envoy.yaml", field: "admin.address" },
+      "admin.address: is required",
+    );
+    expect(explainDocumentProblems([p, { ...p }, { ...p }], table())).toStrictEqual([p]);
+  });
+  it("leaves a problem with no place in the documents (one it could not decode) as it is", () => {
+    const p: Problem = { key: "gateway/cds.yaml", source: "documents", message: "cannot be decoded: bad" };
+    expect(explainDocumentProblems([p, { ...p }], table())).toStrictEqual([p]);
   });
   it("finds the config key from the field the validator names, never from the message's text", () => {
     // A message that reads like a config-set field, of a field that is not one: no config key.
