@@ -8,7 +8,9 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // it against each mutant, in Stryker's sandbox (a copy of the project).
 //
 // cli-flags.test.ts is left out: it only runs each CLI in a process of its
-// own, where no mutant is ever active and no coverage is seen.
+// own, where no mutant is ever active and no coverage is seen. layout.test.ts is
+// left out too: it reads the source files as text (imports, environment reads),
+// and Stryker's instrumented copies read the active mutant from process.env.
 //
 // MUTATION_TEST_FILES (comma-separated globs) narrows the run to those test
 // files: the validator and the stack-config reader run in nearly every test, so
@@ -43,7 +45,7 @@ export default defineConfig({
     include: process.env.MUTATION_TEST_FILES?.split(",")
       .map((f) => f.trim())
       .filter(Boolean) ?? ["test/unit/**/*.test.ts"],
-    exclude: ["test/unit/cli-flags.test.ts"],
+    exclude: ["test/unit/cli-flags.test.ts", "test/unit/layout.test.ts"],
     environment: "node",
     sequence: { sequencer: KillingFilesFirst },
   },
