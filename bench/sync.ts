@@ -26,7 +26,7 @@ import * as k8s from "@kubernetes/client-node";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { openStack } from "../route-sync/stack.js";
+import { ProjectStack } from "../route-sync/stack.js";
 import { syncRoutes, type SyncResult } from "../route-sync/sync.js";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
@@ -135,7 +135,7 @@ async function configMapBytes(core: k8s.CoreV1Api): Promise<number> {
 
 /** One measured sync; `added` is the namespace whose routes it must add (none: it must change nothing). */
 async function measureSync(
-  stack: Awaited<ReturnType<typeof openStack>>,
+  stack: ProjectStack,
   audit: AuditCounter,
   core: k8s.CoreV1Api,
   namespaces: number,
@@ -308,7 +308,7 @@ async function bench(cluster: LocalCluster, sizes: number[]): Promise<Row[]> {
     await program.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
     // The Automation API runs in this process: give it the workspace's engine environment.
     Object.assign(process.env, program.ws.env);
-    const stack = await openStack(program.ws.stack, program.ws.programDir);
+    const stack = new ProjectStack(program.ws.stack, program.ws.programDir);
     const core = program.core();
     const kc = loadKubeConfig(readFileSync(cluster.kubeconfig, "utf8"));
     let have = 0;

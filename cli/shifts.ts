@@ -43,7 +43,7 @@ async function main(): Promise<number> {
     return 2;
   }
   // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
-  const [k8s, { openStack, stackConfigOf }, kube, discovery, labels, report, names, shifts] = await Promise.all([
+  const [k8s, { ProjectStack, stackConfigOf }, kube, discovery, labels, report, names, shifts] = await Promise.all([
     import("@kubernetes/client-node"),
     import("../route-sync/stack.js"),
     import("../kube/client.js"),
@@ -59,7 +59,7 @@ async function main(): Promise<number> {
   const { shiftTable } = report;
   const { routeId } = names;
   const { reverseShift, shiftFromSpec } = shifts;
-  const stack = await openStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
+  const stack = new ProjectStack(values.stack, resolve(values["project-dir"] ?? resolve(__dirname, "..")));
   const { config, kubeconfig } = await stackConfigOf(stack);
   const now = new Date();
   const rows: ShiftRow[] = config.shifts.map((s) => ({

@@ -60,8 +60,8 @@ async function main(): Promise<number> {
   const projectDir = resolve(values["project-dir"] ?? resolve(__dirname, ".."));
   const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
   // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
-  const { openStack, routesInState, stackConfigOf, engineErrorLines } = await import("../route-sync/stack.js");
-  const stack = await openStack(values.stack, projectDir);
+  const { ProjectStack, routesInState, stackConfigOf, engineErrorLines } = await import("../route-sync/stack.js");
+  const stack = new ProjectStack(values.stack, projectDir);
   if (!values.watch) {
     const { report, syncRoutes } = await import("../route-sync/sync.js");
     try {

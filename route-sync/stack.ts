@@ -13,7 +13,11 @@ import type { RoutesOutputs } from "../routes-provider/core.js";
 
 const exec = promisify(execFile);
 
-/** A stack of the project in `workDir`, run with the pulumi CLI found on PATH. */
+/**
+ * A stack of the project in `workDir`, run with the pulumi CLI found on PATH.
+ * Constructing it reads nothing: its config and state are read when asked for
+ * (a missing stack or CLI is reported then).
+ */
 export class ProjectStack {
   private engine?: Promise<Stack>;
 
@@ -53,11 +57,6 @@ export class ProjectStack {
     );
     return this.engine;
   }
-}
-
-/** The stack, not read yet: its config and state are read when asked for (a missing stack or CLI is reported then). */
-export async function openStack(stackName: string, projectDir: string): Promise<ProjectStack> {
-  return new ProjectStack(stackName, projectDir);
 }
 
 /** The stack's validated config, and its kubeconfig (a secret) kept apart. */

@@ -186,7 +186,6 @@ export async function writeLive(
   now: Date,
   written: Readonly<Record<string, string>> = {},
 ): Promise<SyncRecord> {
-  const sync: SyncRecord = { devNamespaces, renderedAt: now.toISOString(), written: {} };
   // Every gateway's files are validated before any is written: never one gateway with the new routes and one refused.
   const changed = planned
     .filter((p) => written[p.state.name] !== p.digest)
@@ -201,8 +200,16 @@ export async function writeLive(
       );
     }
   }
-  for (const p of planned) sync.written[p.facts.gateway] = p.digest;
-  return sync;
+  return syncRecord(planned, devNamespaces, now);
+}
+
+/** What a sync rendered at `now` leaves in place, for the record step: every planned gateway's digest. */
+export function syncRecord(planned: readonly PlannedResource[], devNamespaces: DevNamespaces, now: Date): SyncRecord {
+  return {
+    devNamespaces,
+    renderedAt: now.toISOString(),
+    written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])),
+  };
 }
 
 export interface SyncOptions {

@@ -13,6 +13,7 @@
 // backoff; while a traffic shift moves, a timer re-renders so the weights
 // follow. stop() starts nothing more: the steps in progress finish, and a
 // write left unrecorded is said.
+import { isDeepStrictEqual } from "node:util";
 import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
@@ -26,6 +27,7 @@ import {
   routeChanges,
   shiftsMoving,
   syncedRoutes,
+  syncRecord,
   writeLive,
   type SyncConfig,
   type SyncedRoutes,
@@ -141,12 +143,7 @@ export function watchRoutes(
           `routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`,
         );
       caughtUp = true;
-      if (!planned.every(recorded))
-        queueRecord({
-          devNamespaces: found.devNamespaces,
-          renderedAt: now.toISOString(),
-          written: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.digest])),
-        });
+      if (!planned.every(recorded)) queueRecord(syncRecord(planned, found.devNamespaces, now));
       return;
     }
     caughtUp = true;
@@ -193,7 +190,7 @@ export function watchRoutes(
         options.onEvent?.({ kind: "recorded", seconds });
         // The stack config may have changed meanwhile (someone's `pulumi config set`): write with the new one.
         const latest = await stackConfigOf(stack);
-        if (JSON.stringify(latest) !== JSON.stringify(sync)) {
+        if (!isDeepStrictEqual(latest, sync)) {
           sync = latest;
           schedule("the stack config changed");
         }

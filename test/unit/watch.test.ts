@@ -43,7 +43,9 @@ vi.mock("../../route-sync/stack.js", () => ({
   stackConfigOf: async () => h.sync,
   engineErrorLines: (e: Error) => e.message,
 }));
-vi.mock("../../route-sync/sync.js", () => ({
+vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
+  // What a record is given, as the real one builds it.
+  syncRecord: (await importOriginal<typeof import("../../route-sync/sync.js")>()).syncRecord,
   syncedRoutes: () => ({}),
   shiftsMoving: () => false,
   routeChanges: () => ({ added: ["a route"], removed: [], changed: [] }),
@@ -140,6 +142,15 @@ describe("sync-routes --watch", () => {
     h.records[0]!.resolve();
     await tick();
     expect(out()).toMatch(/recorded in the stack's state \([\d.]+s\): every route written so far/);
+  });
+
+  it("records routes the ConfigMaps already hold but the state does not, without writing them", async () => {
+    // The state is behind (a record failed, say) while the ConfigMap holds d0 already.
+    h.recordedDigest = "older";
+    change("service pr-1/batch changed", "d0");
+    await tick(300);
+    expect(h.writes).toEqual([]);
+    expect(h.records.map((r) => r.digest)).toEqual(["d0"]);
   });
 
   it("records one at a time, the latest write next, while the live writes go on", async () => {
