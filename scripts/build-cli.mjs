@@ -32,7 +32,7 @@ if (!existsSync(descriptors)) {
 
 const start = Date.now();
 rmSync(dist, { recursive: true, force: true });
-await build({
+const { metafile } = await build({
   entryPoints: Object.fromEntries(names.map((n) => [`${n}.bundle`, join(root, "cli", `${n}.ts`)])),
   outdir: dist,
   bundle: true,
@@ -43,15 +43,22 @@ await build({
   external: ["@pulumi/*"],
   sourcemap: "linked",
   logLevel: "warning",
+  metafile: true,
 });
 mkdirSync(join(dist, "generated"));
 copyFileSync(descriptors, join(dist, "generated", "envoy-api.binpb"));
+copyFileSync(join(root, "scripts", "cli-fresh.cjs"), join(dist, "fresh.cjs"));
 for (const n of names) {
+  // The project's files in this bundle (the packages' change with package-lock.json), which the wrapper checks
+  // are not newer than it (scripts/cli-fresh.cjs).
+  const inputs = Object.keys(metafile.outputs[`dist/${n}.bundle.js`].inputs);
+  const sources = [...inputs.filter((f) => !f.startsWith("node_modules/")), "package-lock.json"].sort();
   // Node's on-disk compile cache (in the temporary directory) turned on before the bundle loads: a later run
   // skips compiling its megabytes again. (cli/render.ts, also a module the tests import, knows this wrapper.)
   writeFileSync(
     join(dist, `${n}.js`),
-    `"use strict";\nrequire("node:module").enableCompileCache?.();\nrequire("./${n}.bundle.js");\n`,
+    `"use strict";\nrequire("./fresh.cjs").exitIfStale(__dirname, ${JSON.stringify(n)}, ${JSON.stringify(sources)});\n` +
+      `require("node:module").enableCompileCache?.();\nrequire("./${n}.bundle.js");\n`,
   );
   const launcher = join(dist, n);
   // exec: the launcher's shell becomes Node, so SIGTERM to the command is SIGTERM to the CLI. readlink -f: the
