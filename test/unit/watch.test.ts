@@ -22,6 +22,8 @@ const h = vi.hoisted(() => ({
   records: [] as { digest: string; resolve: () => void; reject: (e: Error) => void }[],
   watchStopped: false,
   sync: undefined as unknown,
+  /** The route lines the next live write reports. */
+  changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
 }));
 
 vi.mock("../../kube/client.js", () => ({ loadKubeConfig: () => ({}) }));
@@ -48,7 +50,7 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   syncRecord: (await importOriginal<typeof import("../../route-sync/sync.js")>()).syncRecord,
   syncedRoutes: () => ({}),
   shiftsMoving: () => false,
-  routeChanges: () => ({ added: ["a route"], removed: [], changed: [] }),
+  routeChanges: () => h.changes,
   plan: () => {
     if (h.renderError) throw h.renderError;
     return [{ state: { name: "gateway-routes" }, facts: { gateway: "gateway" }, routes: {}, digest: h.digest }];
@@ -99,6 +101,7 @@ describe("sync-routes --watch", () => {
       records: [],
       watchStopped: false,
       sync,
+      changes: { added: ["a route"], removed: [], changed: [] },
     });
     lines = [];
     stopped = false;
@@ -151,6 +154,40 @@ describe("sync-routes --watch", () => {
     await tick(300);
     expect(h.writes).toEqual([]);
     expect(h.records.map((r) => r.digest)).toEqual(["d0"]);
+  });
+
+  it("says each route added, removed and changed, and sums up more than five reasons", async () => {
+    h.changes = { added: ["pr-1/web"], removed: ["pr-0/web"], changed: ["pr-2/web"] };
+    for (const n of [1, 2, 3, 4, 5, 6]) change(`namespace pr-${n} added`, "d1");
+    await tick(300);
+    expect(lines.slice(1, 4)).toEqual(["+ pr-1/web", "- pr-0/web", "~ pr-2/web"]);
+    expect(lines[4]).toMatch(
+      /^routes live 0\.3s after the change was seen \(namespace pr-1 added, namespace pr-2 added, namespace pr-3 added, namespace pr-4 added, namespace pr-5 added and 1 more; render \d+ ms, write \d+ ms\): 1 added, 1 removed, 1 changed$/,
+    );
+  });
+
+  it("says how long a record took, and writes again with the stack config changed meanwhile", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    await tick(2500);
+    h.sync = { ...sync, config: { ...sync.config, namespace: "gateways" } };
+    h.records[0]!.resolve();
+    await tick();
+    expect(out()).toContain("recorded in the stack's state (2.5s): every route written so far");
+    h.digest = "d2";
+    await tick(300);
+    expect(out()).toMatch(/routes live [\d.]+s after the change was seen \(the stack config changed;/);
+    expect(h.writes).toEqual(["d1", "d2"]);
+  });
+
+  it("writes nothing more when a record finds the stack config as it was", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    h.sync = { ...sync, config: { ...sync.config } };
+    h.records[0]!.resolve();
+    await tick(600_000);
+    expect(out()).not.toContain("the stack config changed");
+    expect(h.writes).toEqual(["d1"]);
   });
 
   it("records one at a time, the latest write next, while the live writes go on", async () => {
