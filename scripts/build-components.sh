@@ -12,7 +12,8 @@
 #   kubernetes-<v>/bin/kube-apiserver,
 #                      kube-controller-manager  k8s.io/kubernetes               (tools/kubernetes)
 #   kubernetes-node-<v>/bin/kubelet,
-#                           kube-scheduler      k8s.io/kubernetes               (tools/kubernetes-node)
+#                           kube-scheduler,
+#                           kube-proxy          k8s.io/kubernetes               (tools/kubernetes-node)
 #   coredns-<v>/bin/coredns                     github.com/coredns/coredns      (tools/coredns)
 #   pod-images/*.tar                            the local node's images: pause, Envoy (the
 #                                               cached binary + glibc + bash), the stand-in
@@ -186,9 +187,9 @@ build_kubernetes() {
   check_output "Kubernetes $v" "$out/bin/kube-controller-manager" --version
 }
 
-# --- kubelet and kube-scheduler (the local node) ----------------------------------------
+# --- kubelet, kube-scheduler and kube-proxy (the local node) -----------------------------
 # Their own module (tools/kubernetes-node, same replaces as tools/kubernetes): the kubelet
-# needs dependencies kube-apiserver does not. Go's build cache is shared, so the packages
+# and kube-proxy need dependencies kube-apiserver does not. Go's build cache is shared, so the packages
 # both use compile once.
 build_kubernetes_node() {
   local out="$1" v="v$KUBERNETES_VERSION" minor date ld="" pkg
@@ -198,9 +199,11 @@ build_kubernetes_node() {
     ld+=" -X $pkg.gitMajor=${KUBERNETES_VERSION%%.*} -X $pkg.gitMinor=$minor -X $pkg.gitVersion=$v"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
   done
-  go_build kubernetes-node "$out" "$ld" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler
+  go_build kubernetes-node "$out" "$ld" \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
   check_output "Kubernetes $v" "$out/bin/kubelet" --version
   check_output "Kubernetes $v" "$out/bin/kube-scheduler" --version
+  check_output "Kubernetes $v" "$out/bin/kube-proxy" --version
 }
 
 # --- CoreDNS (the local node's cluster DNS) -----------------------------------------------

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local cluster's node runs on: containerd (with its
 # CRI plugin and ctr), runc, the CNI plugins (bridge, host-local, loopback in
-# /usr/lib/cni), iproute2 (ip) and procps (sysctl). Idempotent: nothing is fetched
+# /usr/lib/cni), iproute2 (ip), procps (sysctl), and for kube-proxy's nftables mode nftables
+# (nft, which it runs) and conntrack (to clear stale UDP entries). Idempotent: nothing is fetched
 # when every command is already there. Installing containerd does not start it (no
 # init system runs services here); scripts/local-cluster.sh starts its own instance.
 # Run as root (or with sudo available).
@@ -18,6 +19,8 @@ declare -A PACKAGE_OF=(
   [/usr/lib/cni/loopback]=containernetworking-plugins
   [ip]=iproute2
   [sysctl]=procps
+  [nft]=nftables
+  [conntrack]=conntrack
 )
 
 have() { if [[ "$1" == /* ]]; then [[ -x "$1" ]]; else command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" ]]; fi; }

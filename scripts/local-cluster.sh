@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A local Kubernetes cluster on this machine: etcd + kube-apiserver +
 # kube-controller-manager on 127.0.0.1, and one real node (scripts/local-node.sh):
-# containerd + runc, the CNI bridge, CoreDNS as cluster DNS, kube-scheduler and the
-# kubelet, with the images of scripts/build-components.sh imported (nothing is pulled).
-# Pods run as on any cluster; the host reaches pod IPs directly (no kube-proxy).
+# containerd + runc, the CNI bridge, CoreDNS as cluster DNS, kube-scheduler, the
+# kubelet and kube-proxy, with the images of scripts/build-components.sh imported
+# (nothing is pulled). Pods run as on any cluster; the host reaches pod IPs directly,
+# and ClusterIP and NodePort Services through kube-proxy (one local cluster at a time
+# runs it: its rules are machine-wide).
 # Needs root.
 #
 #   scripts/local-cluster.sh start  [--dir DIR] [--audit]   start (fresh state), wait until ready
@@ -43,7 +45,7 @@ PKI="$STATE_DIR/pki"
 LOGS="$STATE_DIR/logs"
 RUN="$STATE_DIR/run"
 # Started in this order, stopped in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager containerd coredns kube-scheduler kubelet)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager containerd coredns kube-scheduler kubelet kube-proxy)
 
 pid_of() { [[ -f "$RUN/$1.pid" ]] && cat "$RUN/$1.pid"; }
 alive() { local pid; pid="$(pid_of "$1")" && [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; }
@@ -156,8 +158,9 @@ stop_one() {
 
 stop_all() {
   local rc=0 i
-  # The kubelet first (so it restarts nothing), then every container and containerd
-  # with what the node created; then the rest in reverse start order.
+  # The kubelet first (so it restarts nothing), then kube-proxy with its rules, every
+  # container and containerd with what the node created; then the rest in reverse start
+  # order.
   stop_one kubelet || rc=1
   node_teardown || rc=1
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_one "${COMPONENTS[i]}" || rc=1; done

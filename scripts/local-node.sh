@@ -1,5 +1,6 @@
 # The local cluster's node: containerd + runc (Debian), the CNI bridge with
-# host-local IPAM, CoreDNS as cluster DNS, kube-scheduler and the kubelet.
+# host-local IPAM, CoreDNS as cluster DNS, kube-scheduler, the kubelet and kube-proxy
+# (nftables mode: ClusterIP and NodePort Services work as on any real cluster).
 # Sourced by scripts/local-cluster.sh (it uses that script's STATE_DIR, PKI, LOGS,
 # RUN, SERVER, launch, stop_one, wait_for, sign, write_kubeconfig, curl_admin,
 # free_ports and binary); not run on its own.
@@ -12,6 +13,9 @@
 #   kubelet root-dir, pod logs, CNI config and IPAM leases: <state>/node/...
 #   /var/lib/cni/results/eg<id>-*   (libcni's cache; containerd 1.6 cannot move it)
 #   /var/log/containers/*.log links into <state>/node/pod-logs (the kubelet makes them)
+#   nftables tables "kube-proxy" (ip, ip6): kube-proxy's Service rules. Their name is fixed
+#   and every local cluster has the same Service range, so one local node at a time runs
+#   kube-proxy; /run/envoy-gateways/kube-proxy.owner names its state directory
 # The kubelet also sets the kernel flags it requires (vm.overcommit_memory=1,
 # kernel.panic=10, kernel.panic_on_oops=1, ...): the values before the first local node
 # started are kept in /run/envoy-gateways/ and put back when the last one stops.
@@ -30,10 +34,11 @@ CLUSTER_DOMAIN=cluster.local
 node_binaries() {
   KUBELET="$(binary "$(kubernetes_node_bin_dir)" kubelet)"
   KUBE_SCHEDULER="$(binary "$(kubernetes_node_bin_dir)" kube-scheduler)"
+  KUBE_PROXY="$(binary "$(kubernetes_node_bin_dir)" kube-proxy)"
   COREDNS="$(binary "$(coredns_bin_dir)" coredns)"
   [[ -f "$(pod_images_dir)/images.txt" ]] || { log "$(pod_images_dir)/images.txt is missing: run scripts/build-components.sh"; exit 1; }
   local cmd
-  for cmd in containerd containerd-shim-runc-v2 runc ctr ip; do
+  for cmd in containerd containerd-shim-runc-v2 runc ctr ip nft conntrack; do
     command -v "$cmd" >/dev/null || { log "$cmd is missing: run scripts/install-node-packages.sh"; exit 1; }
   done
   for cmd in bridge host-local loopback; do
@@ -148,6 +153,9 @@ unregister_node() {
   fi
 }
 
+# The CNI network: pods on the bridge, their default route through the node's address,
+# as on a real cluster (Service IPs are outside the pod subnet: kube-proxy translates
+# them on the node). hairpinMode lets a pod reach itself through its Service.
 write_containerd_config() {
   local pause; pause="$(awk '$1 == "pause.tar" { print $2 }' "$(pod_images_dir)/images.txt")"
   cat >"$NODE_DIR/containerd.toml" <<EOF
@@ -205,6 +213,7 @@ EOF
       "ipam": {
         "type": "host-local",
         "ranges": [[{ "subnet": "$POD_SUBNET", "gateway": "$NODE_IP" }]],
+        "routes": [{ "dst": "0.0.0.0/0" }],
         "dataDir": "$NODE_DIR/cni/ipam"
       }
     }
@@ -235,9 +244,12 @@ extendedKeyUsage=clientAuth"
   sign kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
   sign kube-scheduler "/CN=system:kube-scheduler" "$client"
   sign coredns "/CN=system:coredns" "$client"
+  # Bound to the ClusterRole system:node-proxier by Kubernetes' default RBAC.
+  sign kube-proxy "/CN=system:kube-proxy" "$client"
   write_kubeconfig "$NODE_DIR/kubelet.kubeconfig" "system:node:$NODE_NAME" kubelet
   write_kubeconfig "$NODE_DIR/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
   write_kubeconfig "$NODE_DIR/coredns.kubeconfig" system:coredns coredns
+  write_kubeconfig "$NODE_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
 }
 
 # What CoreDNS's kubernetes plugin reads (as in CoreDNS's own deployment manifest).
@@ -310,7 +322,7 @@ clusterDomain: $CLUSTER_DOMAIN
 resolvConf: $NODE_DIR/resolv.conf
 podLogsDir: $NODE_DIR/pod-logs
 volumePluginDir: $NODE_DIR/volume-plugins
-# No iptables chains on the host (there is no kube-proxy either).
+# No iptables chains of the kubelet's on the host (kube-proxy runs in nftables mode).
 makeIPTablesUtilChains: false
 # The imported images are the only ones there are: never collect them, and never
 # evict pods for a disk that other work on this machine fills.
@@ -333,7 +345,8 @@ node_json() { # the node's part of cluster.json
     "containerdSocket": "$CONTAINERD_SOCK",
     "corednsLog": "$LOGS/coredns.log",
     "podLogsDir": "$NODE_DIR/pod-logs",
-    "cgroupRoot": "$CGROUP_ROOT"
+    "cgroupRoot": "$CGROUP_ROOT",
+    "kubeProxy": { "mode": "nftables", "healthzPort": $KUBE_PROXY_HEALTHZ_PORT, "log": "$LOGS/kube-proxy.log" }
   },
 EOF
 }
@@ -347,6 +360,11 @@ sys.exit(0 if ready and ready[0]["status"] == "True" else 1)'
 }
 
 coredns_ready() { curl -sf --max-time 2 "http://127.0.0.1:$COREDNS_READY_PORT/ready" >/dev/null; }
+# kube-proxy wrote its rules at least once (its healthz is 200 before the first sync).
+kube_proxy_synced() {
+  curl -sf --max-time 2 "http://127.0.0.1:$KUBE_PROXY_METRICS_PORT/metrics" \
+    | awk '/^kubeproxy_sync_proxy_rules_last_timestamp_seconds\{ip_family="IPv4"\}/ && $2 > 0 { found = 1 } END { exit !found }'
+}
 scheduler_healthy() { curl -sk -f --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null; }
 containerd_up() { ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 
@@ -363,7 +381,8 @@ BRIDGE=$BRIDGE
 CGROUP_ROOT=$CGROUP_ROOT
 CONTAINERD_SOCK=$CONTAINERD_SOCK
 EOF
-  read -r KUBELET_PORT KUBELET_HEALTHZ_PORT SCHEDULER_PORT COREDNS_HEALTH_PORT COREDNS_READY_PORT <<<"$(free_ports 5)"
+  read -r KUBELET_PORT KUBELET_HEALTHZ_PORT SCHEDULER_PORT COREDNS_HEALTH_PORT COREDNS_READY_PORT \
+    KUBE_PROXY_HEALTHZ_PORT KUBE_PROXY_METRICS_PORT <<<"$(free_ports 7)"
 
   step "pod network (bridge $BRIDGE)" create_bridge
   create_cgroup_root
@@ -392,6 +411,11 @@ EOF
     --root-dir "$NODE_DIR/kubelet" --cert-dir "$NODE_DIR/kubelet/pki" \
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
   step "node $NODE_NAME Ready" wait_for "node $NODE_NAME to be Ready" 120 node_ready
+
+  step "kube-proxy rules claimed" claim_kube_proxy
+  write_kube_proxy_config
+  launch kube-proxy "$KUBE_PROXY" --config "$NODE_DIR/kube-proxy.yaml"
+  step "kube-proxy synced" wait_for "kube-proxy" 60 kube_proxy_synced
 }
 
 # node_teardown: after the kubelet stopped. Kills every container, stops containerd
@@ -410,6 +434,7 @@ node_teardown() {
     local socket
     socket="$(sed 's|^unix://||' "$f" 2>/dev/null)" && [[ -n "$socket" ]] && sockets+=("$socket")
   done
+  kube_proxy_teardown || rc=1
   stop_one containerd || rc=1
   # Shims of this containerd (their command line names its socket) and anything left in
   # the node's cgroups (container processes whose shim died).
@@ -431,6 +456,77 @@ node_teardown() {
   done
   unregister_node
   return $rc
+}
+
+# --- kube-proxy --------------------------------------------------------------------------
+KUBE_PROXY_OWNER=/run/envoy-gateways/kube-proxy.owner
+KUBE_PROXY_LOCK=/run/envoy-gateways/kube-proxy.lock
+
+# cluster_alive DIR: a process of the local cluster in DIR still runs.
+cluster_alive() {
+  local f pid
+  for f in "$1"/run/*.pid; do
+    pid="$(cat "$f" 2>/dev/null)" && [[ -n "$pid" ]] && pgrep -g "$pid" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
+remove_kube_proxy_rules() {
+  local family
+  for family in ip ip6; do
+    if nft list table "$family" kube-proxy >/dev/null 2>&1; then nft delete table "$family" kube-proxy || return 1; fi
+  done
+}
+
+# Makes this node the one whose kube-proxy owns the machine's Service rules. Refused
+# while another local cluster runs; a stopped owner's rules are removed first.
+claim_kube_proxy() {
+  mkdir -p /run/envoy-gateways
+  (
+    flock 7
+    owner="$(cat "$KUBE_PROXY_OWNER" 2>/dev/null || true)"
+    if [[ -n "$owner" && "$owner" != "$STATE_DIR" ]] && cluster_alive "$owner"; then
+      log "the local cluster in $owner runs kube-proxy, and its Service rules (nftables table kube-proxy)"
+      log "are machine-wide: stop it first (scripts/local-cluster.sh stop --dir $owner)"
+      exit 1
+    fi
+    [[ -n "$owner" && "$owner" != "$STATE_DIR" ]] && log "removing the Service rules left by the stopped cluster in $owner"
+    remove_kube_proxy_rules || exit 1
+    echo "$STATE_DIR" >"$KUBE_PROXY_OWNER"
+  ) 7>>"$KUBE_PROXY_LOCK"
+}
+
+# kube-proxy leaves the machine's sysctls alone (conntrack sizes and timeouts at 0) and
+# serves NodePorts on the node's address only.
+write_kube_proxy_config() {
+  cat >"$NODE_DIR/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $NODE_DIR/kube-proxy.kubeconfig
+hostnameOverride: $NODE_NAME
+mode: nftables
+clusterCIDR: $POD_SUBNET
+nodePortAddresses: ["$NODE_IP/32"]
+healthzBindAddress: 127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT
+metricsBindAddress: 127.0.0.1:$KUBE_PROXY_METRICS_PORT
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+EOF
+}
+
+# Stops this node's kube-proxy and, if it owns them, removes the Service rules and the claim.
+kube_proxy_teardown() {
+  stop_one kube-proxy || return 1
+  [[ -f "$KUBE_PROXY_OWNER" && "$(cat "$KUBE_PROXY_OWNER")" == "$STATE_DIR" ]] || return 0
+  (
+    flock 7
+    remove_kube_proxy_rules || exit 1
+    rm -f "$KUBE_PROXY_OWNER" "$KUBE_PROXY_LOCK"
+  ) 7>>"$KUBE_PROXY_LOCK"
 }
 
 node_leftover_pids() {

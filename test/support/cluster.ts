@@ -25,6 +25,8 @@ export interface LocalNode {
   corednsLog: string;
   podLogsDir: string;
   cgroupRoot: string;
+  /** kube-proxy (nftables mode): ClusterIP and NodePort Services answer on the node and in pods. */
+  kubeProxy: { mode: "nftables"; healthzPort: number; log: string };
 }
 
 export interface LocalCluster {
@@ -36,7 +38,7 @@ export interface LocalCluster {
   restrictedKubeconfig: string;
   /** The state directory (certificates, logs, etcd data, the node's state). */
   stateDir: string;
-  /** The node: kubelet, containerd, CoreDNS and the pod network (scripts/local-node.sh). */
+  /** The node: kubelet, containerd, CoreDNS, kube-proxy and the pod network (scripts/local-node.sh). */
   node: LocalNode;
   ports: { etcd: number; etcdPeer: number; apiserver: number; controllerManager: number };
 }

@@ -14,7 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import { LABEL, routingLabels } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
-import { serviceWorkloadSpec } from "../../components/headless-service.js";
+import { POD_TLS_DIR, podTlsSecretName, serviceWorkloadSpec } from "../../components/headless-service.js";
 import type { LocalCluster } from "./cluster.js";
 import { applySecret, localImages, WorkloadPki } from "./local-stack.js";
 
@@ -29,6 +29,35 @@ export interface RoutedServiceSpec {
   replicas?: number;
   /** Image (default the stand-in echo pod). */
   image?: string;
+}
+
+/** The port of `standin client`'s tally (GET /stats, plain HTTP). */
+const CLIENT_STATS_PORT = 8080;
+
+export interface ClientSpec {
+  name: string;
+  /** https:// URL to call. */
+  url: string;
+  /** Requests per second. */
+  rate: number;
+  /** Requests in all; then the client stops and keeps its tally. */
+  count: number;
+  /** Pooled connections (true) or one connection per request (false). */
+  keepAlive: boolean;
+}
+
+/** What `standin client` serves on GET /stats (tools/pod-images/standin/client.go). */
+export interface ClientTally {
+  url: string;
+  sent: number;
+  ok: number;
+  failed: number;
+  /** Answers per stand-in pod (its X-Pod header). */
+  pods: Record<string, number>;
+  /** The last failures. */
+  failures: { at: string; error: string }[];
+  /** All `count` requests sent and answered or failed. */
+  done: boolean;
 }
 
 export class Workloads {
@@ -78,6 +107,60 @@ export class Workloads {
         },
       },
     });
+  }
+
+  /**
+   * An in-cluster client (the stand-in image's `standin client`, as a batch driver calls a
+   * Service directly): one pod calling `spec.url` at `spec.rate` per second until it has
+   * sent `spec.count`; read its tally with `clientTally`. It trusts the services CA (the
+   * Secret made for its own name holds it as ca.crt).
+   */
+  async createClient(namespace: string, spec: ClientSpec): Promise<void> {
+    await applySecret(this.core, this.pki.podSecret(spec.name, namespace, this.cluster.node.clusterDomain));
+    const selector = { [LABEL.app]: spec.name };
+    const args = [`-url=${spec.url}`, `-rate=${spec.rate}`, `-count=${spec.count}`, `-keepalive=${spec.keepAlive}`];
+    await this.apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name: spec.name, namespace, labels: selector },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: selector },
+          template: {
+            metadata: { labels: selector },
+            spec: {
+              securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+              containers: [
+                {
+                  name: spec.name,
+                  image: localImages().echo,
+                  command: ["/standin", "client", ...args],
+                  ports: [{ name: "stats", containerPort: CLIENT_STATS_PORT }],
+                  readinessProbe: { tcpSocket: { port: "stats" }, periodSeconds: 1 },
+                  securityContext: {
+                    allowPrivilegeEscalation: false,
+                    readOnlyRootFilesystem: true,
+                    capabilities: { drop: ["ALL"] },
+                  },
+                  volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
+                },
+              ],
+              volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(spec.name) } }],
+            },
+          },
+        },
+      },
+    });
+  }
+
+  /** The tally of a client made by `createClient`, read from its pod (the host reaches pod IPs). */
+  async clientTally(namespace: string, name: string): Promise<ClientTally> {
+    const [pod] = await this.waitReady(namespace, name, 1);
+    const response = await fetch(`http://${pod?.status?.podIP}:${CLIENT_STATS_PORT}/stats`, {
+      signal: AbortSignal.timeout(5000),
+    });
+    if (!response.ok) throw new Error(`GET /stats of ${namespace}/${name}: ${response.status}`);
+    return (await response.json()) as ClientTally;
   }
 
   /** A labelled namespace with its services. */

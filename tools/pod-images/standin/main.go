@@ -3,6 +3,7 @@
 //
 //	standin echo   a routed service's pod (image localhost/envoy-gateways/https-echo)
 //	standin auth   the ext_authz service (image localhost/envoy-gateways/ext-authz)
+//	standin client an in-cluster caller of a Service (client.go; run from the echo image)
 //
 // Both serve HTTPS on :443 with the certificate of the pod's Service
 // (<service>.<namespace>.svc.<clusterDomain>, mounted from the Secret
@@ -73,8 +74,13 @@ type server struct {
 }
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "client" {
+		runClient(os.Args[2:])
+		return
+	}
 	if len(os.Args) < 2 || (os.Args[1] != "echo" && os.Args[1] != "auth") {
 		fmt.Fprintln(os.Stderr, "usage: standin echo|auth [-listen :443] [-tls-dir /etc/tls] [-shutdown-delay 10s]")
+		fmt.Fprintln(os.Stderr, "       standin client -url https://... [-rate 10] [-count 1000] [-duration 10m] [-keepalive=true] [-stats :8080]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]

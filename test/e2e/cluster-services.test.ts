@@ -1,0 +1,147 @@
+// What a real cluster has and the old world runs on: ClusterIP and NodePort Services
+// through kube-proxy (nftables mode) on the local node, reached from the node and from a
+// pod by the Service's DNS name, as a batch driver calls batch.default.svc.<domain>.
+// And the one rule the local node adds: kube-proxy's rules are machine-wide, so a
+// second local cluster cannot start while this one runs, and leaves the rules alone.
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { LABEL } from "../../routing/labels.js";
+import { UPSTREAM_PORT } from "../../routing/names.js";
+import { repoRoot } from "../support/components.js";
+import { servicesCa } from "../support/local-stack.js";
+import { until, Workloads } from "../support/workloads.js";
+
+const run = promisify(execFile);
+const cluster = inject("cluster");
+const NAMESPACE = `services-${process.pid}`;
+const SERVICE = "batch";
+const HOST = `${SERVICE}.${NAMESPACE}.svc.${cluster.node.clusterDomain}`;
+
+let w: Workloads;
+let clusterIp: string;
+
+/** One HTTPS request on a new connection to address:port, with the Service's name as SNI. */
+function get(address: string, port: number): Promise<{ status: number; pod: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: address, port, path: "/", servername: HOST, ca: servicesCa(cluster).cert, agent: false, timeout: 5000 },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, pod: String(res.headers["x-pod"]) }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`no answer from ${address}:${port} within 5 s`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+async function getMany(address: string, port: number, count: number): Promise<Map<string, number>> {
+  const pods = new Map<string, number>();
+  for (let i = 0; i < count; i++) {
+    const r = await get(address, port);
+    expect(r.status).toBe(200);
+    pods.set(r.pod, (pods.get(r.pod) ?? 0) + 1);
+  }
+  return pods;
+}
+
+async function kubeProxyRules(): Promise<string> {
+  return (await run("nft", ["list", "table", "ip", "kube-proxy"])).stdout;
+}
+
+beforeAll(async () => {
+  w = new Workloads(cluster);
+  await w.createNamespace(NAMESPACE, false);
+  await w.createWorkload(NAMESPACE, { name: SERVICE, replicas: 2 });
+  const created = await w.core.createNamespacedService({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: SERVICE },
+      spec: {
+        selector: { [LABEL.app]: SERVICE },
+        ports: [{ name: "https", port: UPSTREAM_PORT, targetPort: UPSTREAM_PORT, protocol: "TCP" }],
+      },
+    },
+  });
+  clusterIp = created.spec?.clusterIP ?? "";
+  await w.waitReady(NAMESPACE, SERVICE, 2);
+}, 240_000);
+
+afterAll(async () => {
+  await w?.deleteNamespace(NAMESPACE);
+});
+
+describe("Services through kube-proxy on the local node", () => {
+  it("a ClusterIP Service answers on its cluster IP from the node, over every ready pod", async () => {
+    expect(clusterIp).toMatch(/^10\.0\.0\.\d+$/);
+    // kube-proxy writes the rules shortly after the EndpointSlice has the ready pods.
+    await until("the cluster IP to answer", 30_000, () => get(clusterIp, UPSTREAM_PORT).then((r) => r.status === 200));
+    const pods = await getMany(clusterIp, UPSTREAM_PORT, 40);
+    const ready = (await w.pods(NAMESPACE, SERVICE)).map((p) => p.metadata?.name);
+    expect([...pods.keys()].sort()).toEqual(ready.sort());
+    expect(await kubeProxyRules()).toContain(`${clusterIp} . tcp . ${UPSTREAM_PORT}`);
+  });
+
+  it("a NodePort Service answers on the node's address", async () => {
+    const created = await w.core.createNamespacedService({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: `${SERVICE}-nodeport` },
+        spec: {
+          type: "NodePort",
+          selector: { [LABEL.app]: SERVICE },
+          ports: [{ name: "https", port: UPSTREAM_PORT, targetPort: UPSTREAM_PORT, protocol: "TCP" }],
+        },
+      },
+    });
+    const nodePort = created.spec?.ports?.[0]?.nodePort ?? 0;
+    expect(nodePort).toBeGreaterThanOrEqual(30000);
+    await until("the node port to answer", 30_000, () => get(cluster.node.ip, nodePort).then((r) => r.status === 200));
+    const pods = await getMany(cluster.node.ip, nodePort, 20);
+    expect(pods.size).toBe(2);
+  });
+
+  it("a pod calls the Service by its DNS name through CoreDNS and kube-proxy, every request answered", async () => {
+    await w.createClient(NAMESPACE, {
+      name: "batch-driver",
+      url: `https://${HOST}/jobs`,
+      rate: 20,
+      count: 100,
+      keepAlive: false,
+    });
+    const tally = await until("the client's 100 requests", 120_000, async () => {
+      const t = await w.clientTally(NAMESPACE, "batch-driver");
+      return t.done ? t : undefined;
+    });
+    expect(tally.failures).toEqual([]);
+    expect({ sent: tally.sent, ok: tally.ok, failed: tally.failed }).toEqual({ sent: 100, ok: 100, failed: 0 });
+    // A connection per request: kube-proxy picks a pod for each, so both answer.
+    expect(Object.keys(tally.pods)).toHaveLength(2);
+  }, 180_000);
+
+  it("a second local cluster refuses to start while this one owns the Service rules, and leaves them in place", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "eg-second-cluster-"));
+    try {
+      const start = await run("bash", [join(repoRoot, "scripts/local-cluster.sh"), "start", "--dir", dir], {
+        timeout: 240_000,
+      }).then(
+        () => ({ failed: false, stderr: "" }),
+        (e: { stderr?: string }) => ({ failed: true, stderr: e.stderr ?? "" }),
+      );
+      expect(start.failed).toBe(true);
+      expect(start.stderr).toContain(`the local cluster in ${cluster.stateDir} runs kube-proxy`);
+      expect(start.stderr).toContain(`scripts/local-cluster.sh stop --dir ${cluster.stateDir}`);
+    } finally {
+      await run("bash", [join(repoRoot, "scripts/local-cluster.sh"), "stop", "--dir", dir], { timeout: 120_000 });
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(await kubeProxyRules()).toContain(`${clusterIp} . tcp . ${UPSTREAM_PORT}`);
+    expect((await get(clusterIp, UPSTREAM_PORT)).status).toBe(200);
+  }, 300_000);
+});
