@@ -31,7 +31,7 @@
 import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { serviceHost } from "../routing/names.js";
 import { GatewayHarness } from "../test/harness/gateway.js";
@@ -39,8 +39,8 @@ import { freeTcpPort } from "../test/harness/ports.js";
 import { sleep, startProcess, waitFor, type ManagedProcess } from "../test/harness/processes.js";
 import { e2eHarnessOptions } from "../test/harness/stack.js";
 import { httpsGet } from "../test/harness/client.js";
+import { fillTemplate } from "../test/harness/template.js";
 
-const root = resolve(__dirname, "..");
 const HOST = "www.hail.is";
 const SERVICE = "www";
 
@@ -290,17 +290,6 @@ interface Row extends LoadResult {
   podRequests: number;
 }
 
-/** Fills {{NAME}} placeholders; every placeholder must have a value. */
-function fill(templateFile: string, vars: Record<string, string>): string {
-  return readFileSync(join(root, "bench/configs", templateFile), "utf8").replace(
-    /\{\{([A-Z_]+)\}\}/g,
-    (_, k: string) => {
-      if (!(k in vars)) throw new Error(`${templateFile}: no value for {{${k}}}`);
-      return vars[k]!;
-    },
-  );
-}
-
 /** Waits until a gateway answers GET https://www.hail.is/ with 200 through to a pod. */
 async function waitServing(
   h: GatewayHarness,
@@ -336,7 +325,7 @@ async function startNginxOld(h: GatewayHarness, o: Options, address: string): Pr
   mkdirSync(dir, { recursive: true });
   const port = await freeTcpPort(address);
   const c = h.config;
-  const conf = fill("nginx-old-gateway.conf.template", {
+  const conf = fillTemplate("nginx-old-gateway.conf.template", {
     ...commonVars(h),
     WORKERS: String(o.workers),
     DIR: dir,
@@ -360,7 +349,7 @@ async function startNginxTuned(
   mkdirSync(dir, { recursive: true });
   const port = await freeTcpPort(address);
   const pods = h.productionPods(SERVICE);
-  const conf = fill("nginx-tuned.conf.template", {
+  const conf = fillTemplate("nginx-tuned.conf.template", {
     ...commonVars(h),
     WORKERS: String(o.workers),
     DIR: dir,
@@ -417,7 +406,7 @@ async function startHaproxy(
     `'{"time":"%tr","status":"%ST","flags":"%tsc","duration_ms":"%Ta","method":"%HM","host":%{+Q,+E}[capture.req.hdr(0)],"path":%{+Q,+E}HU,` +
     `"protocol":"%HV","client":"%ci","upstream":"%si:%sp","cluster":"%b","bytes_received":"%U","bytes_sent":"%B","user_agent":%{+Q,+E}[capture.req.hdr(1)],"request_id":"%ID"}'`;
   const pods = h.productionPods(SERVICE);
-  const conf = fill("haproxy.cfg.template", {
+  const conf = fillTemplate("haproxy.cfg.template", {
     ...vars,
     WORKERS: String(o.workers),
     MAXCONN: String(Math.min(h.config.edge.maxConnections, Math.floor((openFilesLimit() - 200) / 2))),

@@ -223,10 +223,13 @@ build_coredns() {
 #                   sleep for the preStop drain (bash's /dev/tcp), user envoy (101)
 #   https-echo.tar  POD_IMAGE_ECHO: the stand-in service pod (standin echo), user 65532
 #   ext-authz.tar   POD_IMAGE_AUTH: the stand-in auth service (standin auth), user 65532
+#   nginx.tar       POD_IMAGE_NGINX: the old world's gateway, Debian's /usr/sbin/nginx with
+#                   the libraries ldd names, user 65532 (its config comes from a ConfigMap)
 build_pod_images() {
   local out="$1" tools="$1/tools" root="$1/rootfs" envoy lib
   envoy="$(envoy_bin_dir)/envoy"
   [[ -x "$envoy" ]] || { log "$envoy is missing (the envoy entry is built first)"; return 1; }
+  [[ -x /usr/sbin/nginx ]] || { log "/usr/sbin/nginx is missing: run scripts/install-test-tools.sh"; return 1; }
   go_build pod-images "$tools" "" ./pause ./standin ./mkimage
   mkimage() { "$tools/bin/mkimage" "$@" >&2; }
 
@@ -262,9 +265,24 @@ build_pod_images() {
   mkimage -rootfs "$e" -tag "envoyproxy/envoy:v$ENVOY_VERSION" -entrypoint '["/usr/local/bin/envoy"]' \
     -cmd '["-c","/etc/envoy/envoy.yaml"]' -o "$out/envoy.tar"
 
+  local n="$root/nginx"
+  mkdir -p "$n/usr/sbin" "$n/usr/lib/x86_64-linux-gnu" "$n/usr/lib64" "$n/etc/nginx" "$n/tmp"
+  chmod 1777 "$n/tmp"
+  ln -s usr/lib "$n/lib"; ln -s usr/lib64 "$n/lib64"
+  install -m 0755 /usr/sbin/nginx "$n/usr/sbin/nginx"
+  for lib in $(ldd /usr/sbin/nginx | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+    cp -L "$lib" "$n/usr/lib/x86_64-linux-gnu/"
+  done
+  cp -L /lib64/ld-linux-x86-64.so.2 "$n/usr/lib64/"
+  printf 'root:x:0:0:root:/:/sbin/nologin\nnginx:x:65532:65532:nginx:/tmp:/sbin/nologin\n' >"$n/etc/passwd"
+  printf 'root:x:0:\nnginx:x:65532:\n' >"$n/etc/group"
+  check_output "nginx version" chroot "$n" /usr/sbin/nginx -v
+  mkimage -rootfs "$n" -tag "$POD_IMAGE_NGINX" -entrypoint '["/usr/sbin/nginx"]' \
+    -cmd '["-e","stderr","-p","/tmp/","-c","/etc/nginx/nginx.conf"]' -user 65532:65532 -o "$out/nginx.tar"
+
   rm -rf "$root" "$tools"
   printf '%s\n' "pause.tar $POD_IMAGE_PAUSE" "envoy.tar envoyproxy/envoy:v$ENVOY_VERSION" \
-    "https-echo.tar $POD_IMAGE_ECHO" "ext-authz.tar $POD_IMAGE_AUTH" >"$out/images.txt"
+    "https-echo.tar $POD_IMAGE_ECHO" "ext-authz.tar $POD_IMAGE_AUTH" "nginx.tar $POD_IMAGE_NGINX" >"$out/images.txt"
 }
 
 # --- Pulumi CLI, Node language host, dynamic provider launcher ---------------------------
@@ -339,7 +357,7 @@ install_entry coredns "$(dirname "$(coredns_bin_dir)")" "$(fingerprint coredns c
 # The images carry the cached Envoy binary and the host's glibc, bash and coreutils.
 install_entry pod-images "$(pod_images_dir)" "$(fingerprint pod-images pod-images "$ENVOY_VERSION" \
   "$(cat "$(dirname "$(envoy_bin_dir)")/.fingerprint")" "$POD_IMAGE_PAUSE" "$POD_IMAGE_ECHO" "$POD_IMAGE_AUTH" \
-  "$(dpkg-query -W -f '${Package} ${Version}\n' libc6 bash coreutils libtinfo6 2>/dev/null)")"
+  "$POD_IMAGE_NGINX" "$(dpkg-query -W -f '${Package} ${Version}\n' libc6 bash coreutils libtinfo6 nginx 2>/dev/null)")"
 install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \
   "$(fingerprint pulumi "pulumi pulumi-language-nodejs" "$PULUMI_VERSION" "$PULUMI_LANGUAGE_NODEJS_VERSION" "$PULUMI_LANGUAGE_NODEJS_PACKAGE")"
 kubernetes_provider_print="$(fingerprint pulumi-kubernetes pulumi-kubernetes "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE")"

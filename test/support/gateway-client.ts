@@ -1,9 +1,10 @@
 // A client of the gateway pods on the local node, as a cloud load balancer in
 // front of them would be: it follows the gateway Service's EndpointSlices and
 // sends each request to a ready gateway pod (its pod IP, port 8443, straight
-// from the host: there is no kube-proxy), HTTPS with the public host as SNI and
-// Host, trusting the cluster's services CA. Plus a bounded load generator.
-import { DiscoveryV1Api, KubeConfig } from "@kubernetes/client-node";
+// from the host, as a load balancer with pod targets does), or to the Service's
+// node port (`viaNodePort`: kube-proxy picks the pod); HTTPS with the public host
+// as SNI and Host, trusting the cluster's services CA. Plus a bounded load generator.
+import { CoreV1Api, DiscoveryV1Api, KubeConfig } from "@kubernetes/client-node";
 import { Agent, request } from "node:https";
 import type { IncomingHttpHeaders } from "node:http";
 import type { LocalCluster } from "./cluster.js";
@@ -69,6 +70,22 @@ export class GatewayClient {
     cluster: LocalCluster,
   ) {
     this.ca = servicesCa(cluster).cert;
+  }
+
+  /**
+   * A client that sends every request to the node port of the Service `service` on the
+   * node's address, as a cloud load balancer does: kube-proxy picks the pod, whatever the
+   * Service selects (the old world's NGINX, or the Envoy gateways after the cutover).
+   */
+  static async viaNodePort(cluster: LocalCluster, service: string, namespace = "default"): Promise<GatewayClient> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const found = await kc.makeApiClient(CoreV1Api).readNamespacedService({ name: service, namespace });
+    const nodePort = found.spec?.ports?.find((p) => p.name === "https")?.nodePort;
+    if (!nodePort) throw new Error(`Service ${namespace}/${service} has no node port named https`);
+    const client = new GatewayClient(kc.makeApiClient(DiscoveryV1Api), namespace, service, cluster);
+    client.endpoints = [{ address: cluster.node.ip, port: nodePort, pod: `node port ${nodePort} of ${service}` }];
+    return client;
   }
 
   /** Starts following the gateway Service's ready endpoints; waits until there is one. */

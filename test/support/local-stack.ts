@@ -27,12 +27,13 @@ import type { LocalCluster } from "./cluster.js";
 export const AUTH_TOKEN = "envoy-gateways-local";
 
 /** Images of the local node (scripts/versions.env), imported at cluster start. */
-export function localImages(): { echo: string; auth: string; pause: string; envoy: string } {
+export function localImages(): { echo: string; auth: string; pause: string; envoy: string; nginx: string } {
   const v = pinnedVersions();
   return {
     echo: v.POD_IMAGE_ECHO!,
     auth: v.POD_IMAGE_AUTH!,
     pause: v.POD_IMAGE_PAUSE!,
+    nginx: v.POD_IMAGE_NGINX!,
     envoy: `envoyproxy/envoy:v${v.ENVOY_VERSION}`,
   };
 }
