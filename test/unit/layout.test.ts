@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./fixtures.js";
 
 /** Top to bottom: a folder may import those after it, never those before. */
-const LAYERS = ["cli", "route-sync", "program", "components", "routes-provider", "kube", "routing"];
+const LAYERS = ["cli", "adoption", "route-sync", "program", "components", "routes-provider", "kube", "routing"];
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
