@@ -1,5 +1,6 @@
 // EnvoyGateway: one Envoy gateway (gateway or internal-gateway) and
 // everything it needs in the cluster.
+import { adoptionAnnotations } from "./adoption.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { gatewayPodsService, type GatewayName, type GatewaySettings } from "../routing/config/schema.js";
@@ -23,6 +24,8 @@ export interface EnvoyGatewayArgs {
   drainSeconds?: number;
   /** Local clusters without a kubelet only: skip waiting for readiness (default false). */
   skipAwait?: boolean;
+  /** Take over the gateway Service if it exists already, whoever set its fields (default false). */
+  adoptExisting?: boolean;
 }
 
 /**
@@ -118,7 +121,14 @@ export class EnvoyGateway extends pulumi.ComponentResource {
     this.service = new k8s.core.v1.Service(
       name,
       {
-        metadata: { ...meta(names.service), annotations: { ...args.settings.service.annotations, ...annotations } },
+        metadata: {
+          ...meta(names.service),
+          annotations: {
+            ...args.settings.service.annotations,
+            ...annotations,
+            ...adoptionAnnotations(args.adoptExisting),
+          },
+        },
         spec: serviceSpec(args),
       },
       { ...child, deleteBeforeReplace: true },
@@ -312,7 +322,7 @@ function serviceSpec(args: EnvoyGatewayArgs): k8s.types.input.core.v1.ServiceSpe
   const svc = args.settings.service;
   const spec: k8s.types.input.core.v1.ServiceSpec = {
     type: svc.type,
-    selector: podLabels(args.gateway),
+    selector: svc.servedBy ?? podLabels(args.gateway),
     ports: [
       { name: "http", port: 80, targetPort: "http", protocol: "TCP" },
       { name: "https", port: 443, targetPort: "https", protocol: "TCP" },

@@ -2,6 +2,7 @@
 // every ready pod IP, so Envoy balances across the pods itself), carrying the
 // routing labels; with an image, also its Deployment and PodDisruptionBudget.
 // Those pods mount their certificate from the Secret <service>-tls.
+import { adoptionAnnotations } from "./adoption.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { LABEL, MANAGED_BY, routingLabels } from "../routing/labels.js";
@@ -29,6 +30,8 @@ export interface HeadlessServiceArgs {
   image?: string;
   /** Local clusters without a kubelet only: skip waiting for readiness (default false). */
   skipAwait?: boolean;
+  /** Take over the Service if it exists already, whoever set its fields (default false). */
+  adoptExisting?: boolean;
 }
 
 export class HeadlessService extends pulumi.ComponentResource {
@@ -54,7 +57,12 @@ export class HeadlessService extends pulumi.ComponentResource {
     this.service = new k8s.core.v1.Service(
       name,
       {
-        metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations },
+        metadata: {
+          name: args.serviceName,
+          namespace: args.namespace,
+          labels,
+          annotations: args.adoptExisting ? { ...annotations, ...adoptionAnnotations(true) } : annotations,
+        },
         spec: {
           clusterIP: "None",
           selector,

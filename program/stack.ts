@@ -117,6 +117,7 @@ export function declareStack(
             websocket: spec.websocket,
             image: spec.versions ? undefined : spec.image,
             skipAwait: config.skipAwait,
+            adoptExisting: config.adoptExisting,
           },
           { provider },
         ),
@@ -136,6 +137,7 @@ export function declareStack(
         files: files.find((f) => f.gateway === gateway)!,
         drainSeconds: config.edge.drainSeconds,
         skipAwait: config.skipAwait,
+        adoptExisting: config.adoptExisting,
       },
       { provider, dependsOn: services },
     );

@@ -9,6 +9,7 @@ import {
   dnsName,
   intIn,
   memoryQuantity,
+  podSelector,
   QUANTITY_OK,
   refuse,
 } from "./primitives.js";
@@ -50,6 +51,12 @@ const gatewayService = z.strictObject({
   loadBalancerIP: z.ipv4({ error: "must be an IPv4 address" }).optional(),
   /** Annotations for the Service (cloud load-balancer settings, such as an internal LB). */
   annotations: annotations.default({}),
+  /**
+   * Labels of the pods the Service sends traffic to instead of the gateway's Envoy pods:
+   * the old gateway's, while adopting a running cluster (docs/adopting.md). Unset, the
+   * Envoy pods; removing it is the cutover, setting it again the way back.
+   */
+  servedBy: podSelector.optional(),
 });
 
 const gatewayTls = z.strictObject({

@@ -6,6 +6,7 @@ import { parseDuration, parseQuantity } from "../units.js";
 import {
   ANNOTATIONS_MAX_BYTES,
   isDnsSubdomain,
+  isLabelValue,
   isQualifiedName,
   labelSelectorProblem,
   QUALIFIED_NAME_HINT,
@@ -82,6 +83,24 @@ export const labelSelector = z
         `must be a label selector of key=value (or key!=value) terms joined by commas, such as envoy-gateways.io/routes=dev: ${problem}`,
         s,
       );
+  });
+
+/** Labels that select pods: at least one, each key and value as Kubernetes accepts them. */
+export const podSelector = z
+  .record(z.string(), z.string({ error: "label values must be strings" }))
+  .superRefine((map, ctx) => {
+    if (Object.keys(map).length === 0)
+      refuse(ctx, "must name at least one label (an empty selector would select every pod)", map);
+    for (const [key, value] of Object.entries(map)) {
+      if (!isQualifiedName(key)) refuse(ctx, `the label key must be ${QUALIFIED_NAME_HINT}`, key, [key]);
+      else if (!isLabelValue(value))
+        refuse(
+          ctx,
+          "the label value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+          value,
+          [key],
+        );
+    }
   });
 
 /** Annotations of an object: keys Kubernetes accepts, string values, 256 KiB in all. */

@@ -105,6 +105,12 @@ export const stackConfigSchema = z
     stats: stats.prefault({}),
     /** Local clusters without a kubelet only: skip the provider's readiness waits. Never set for real clusters. */
     skipAwait: z.boolean({ error: "must be true or false" }).default(false),
+    /**
+     * Adopting a running cluster: the Services this program declares may already exist
+     * (made by kubectl or a chart); server-side apply takes over the fields it declares,
+     * whoever set them (the provider's pulumi.com/patchForce). See docs/adopting.md.
+     */
+    adoptExisting: z.boolean({ error: "must be true or false" }).default(false),
     /** Render manifests into this directory instead of applying them (the Kubernetes provider's render mode). */
     renderYamlToDirectory: z.string({ error: "must be a directory path" }).min(1).optional(),
   })

@@ -18,7 +18,7 @@ beforeAll(() => useMocks());
 async function gateway(
   name: GatewayName = "gateway",
   change: (raw: Record<string, unknown>) => Record<string, unknown> = (r) => r,
-  extra: { drainSeconds?: number; skipAwait?: boolean } = {},
+  extra: { drainSeconds?: number; skipAwait?: boolean; adoptExisting?: boolean } = {},
 ) {
   const config = parseStackConfig(change(minimalRaw()));
   const files = renderGateway(config, buildRoutingTable(config), name);
@@ -332,6 +332,41 @@ describe("an Envoy gateway", () => {
     expect(named(resources, "core/v1:Service", "internal-gateway").inputs.spec.selector).toEqual({
       "app.kubernetes.io/name": "internal-gateway",
       "app.kubernetes.io/component": "gateway",
+    });
+  });
+});
+
+describe("adopting a running cluster", () => {
+  it("sends the gateway Service's traffic to the pods servedBy names (the old gateway's), or else to the Envoy pods", async () => {
+    const served = await gateway("gateway", (r) =>
+      withValue(r, "gateways.gateway.service", { type: "NodePort", servedBy: { app: "gateway-nginx" } }),
+    );
+    expect(named(served.resources, "core/v1:Service", "gateway").inputs.spec.selector).toEqual({
+      app: "gateway-nginx",
+    });
+    // Only the entry point moves: the Envoy pods' own headless Service, the PDB and the Deployment still select them.
+    expect(named(served.resources, "core/v1:Service", "gateway-pods").inputs.spec.selector).toEqual(POD_LABELS);
+    expect(
+      named(served.resources, "policy/v1:PodDisruptionBudget", "gateway").inputs.spec.selector.matchLabels,
+    ).toEqual(POD_LABELS);
+    expect(pod(served.resources).metadata.labels).toEqual(POD_LABELS);
+  });
+
+  it("with adoptExisting, force-applies the Services it may find already there, and nothing else", async () => {
+    const adopting = await gateway("gateway", (r) => r, { adoptExisting: true });
+    const forced = adopting.resources
+      .filter((r) => r.inputs.metadata?.annotations?.["pulumi.com/patchForce"] === "true")
+      .map((r) => `${r.type} ${r.inputs.metadata.name}`);
+    expect(forced).toEqual(["kubernetes:core/v1:Service gateway"]);
+    const plain = await gateway("gateway");
+    expect(
+      plain.resources.filter((r) => r.inputs.metadata?.annotations?.["pulumi.com/patchForce"] !== undefined),
+    ).toEqual([]);
+    const service = await declaring(
+      () => new HeadlessService("www", { serviceName: "www", namespace: "default", replicas: 2, adoptExisting: true }),
+    );
+    expect(named(service.resources, "core/v1:Service", "www").inputs.metadata.annotations).toEqual({
+      "pulumi.com/patchForce": "true",
     });
   });
 });

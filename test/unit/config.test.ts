@@ -182,6 +182,7 @@ describe("stack config", () => {
       },
       stats: { devClusters: "dashboards", deferredCreation: true },
       skipAwait: false,
+      adoptExisting: false,
     });
     // A service's own defaults.
     expect(parseStackConfig(minimalRaw()).services[1]).toEqual({
@@ -345,6 +346,34 @@ describe("stack config", () => {
       { annotations: { a: 1 } },
       "envoy-gateways:gateways.gateway.service.annotations.a",
       /must be strings/,
+    ],
+    [
+      "servedBy with no label",
+      "gateways.gateway.service",
+      { servedBy: {} },
+      "envoy-gateways:gateways.gateway.service.servedBy",
+      /at least one label \(an empty selector would select every pod\)/,
+    ],
+    [
+      "servedBy with a bad label key",
+      "gateways.gateway.service",
+      { servedBy: { "bad key!": "nginx" } },
+      "envoy-gateways:gateways.gateway.service.servedBy.bad key!",
+      /the label key must be a Kubernetes label or annotation key/,
+    ],
+    [
+      "servedBy with a bad label value",
+      "gateways.gateway.service",
+      { servedBy: { app: "-nginx" } },
+      "envoy-gateways:gateways.gateway.service.servedBy.app",
+      /the label value must be at most 63 letters/,
+    ],
+    [
+      "adoptExisting not a boolean",
+      "adoptExisting",
+      "yes",
+      "envoy-gateways:adoptExisting",
+      /must be true or false/,
     ],
     [
       "TLS secret not a DNS label",

@@ -402,6 +402,16 @@ describe("stack options", () => {
     }
   });
 
+  it("with adoptExisting, force-applies every Service that routes traffic (the gateways' and the routed ones), nothing else", async () => {
+    const { resources } = await run(withValue(rawStack("dev"), "adoptExisting", true));
+    const forced = resources
+      .filter((r) => r.inputs.metadata?.annotations?.["pulumi.com/patchForce"] === "true")
+      .map((r) => `${r.type.replace("kubernetes:", "")} ${r.inputs.metadata.name}`)
+      .sort();
+    const routed = (rawStack("dev").services as { name: string }[]).map((s) => `core/v1:Service ${s.name}`);
+    expect(forced).toEqual([...routed, "core/v1:Service gateway", "core/v1:Service internal-gateway"].sort());
+  });
+
   it("declares the Deployment of a service with an image, its pods mounting their certificate Secret <service>-tls", async () => {
     const services = (rawStack("dev").services as { name: string }[]).map((s) =>
       s.name === "batch" ? { ...s, image: "example/batch:1.2.3" } : s,
