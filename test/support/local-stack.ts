@@ -59,14 +59,19 @@ export function localStackConfig(from: StackFile): Record<string, unknown> {
   return raw;
 }
 
-/** The stack file's `config:` lines for `localStackConfig(from)` (prefixed keys, JSON values). */
-export function localStackConfigLines(from: StackFile): string[] {
-  return Object.entries(localStackConfig(from)).map(([key, value]) => `  ${PROJECT}:${key}: ${JSON.stringify(value)}`);
+/** A change to the local config (raw keys), made before it is written or validated. */
+export type ConfigEdit = (raw: Record<string, unknown>) => Record<string, unknown>;
+
+/** The stack file's `config:` lines for `localStackConfig(from)`, edited (prefixed keys, JSON values). */
+export function localStackConfigLines(from: StackFile, edit: ConfigEdit = (r) => r): string[] {
+  return Object.entries(edit(localStackConfig(from))).map(
+    ([key, value]) => `  ${PROJECT}:${key}: ${JSON.stringify(value)}`,
+  );
 }
 
-/** The validated local config. */
-export function parsedLocalStackConfig(from: StackFile): StackConfig {
-  return parseStackConfig(localStackConfig(from), `local stack config (Pulumi.${from}.yaml made local)`);
+/** The validated local config, edited. */
+export function parsedLocalStackConfig(from: StackFile, edit: ConfigEdit = (r) => r): StackConfig {
+  return parseStackConfig(edit(localStackConfig(from)), `local stack config (Pulumi.${from}.yaml made local)`);
 }
 
 /** The cluster's services CA (pki/services-ca.*), which signs every workload certificate. */

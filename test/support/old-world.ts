@@ -29,7 +29,7 @@ const TLS_DIR = "/etc/nginx/tls";
 export interface OldWorldSpec {
   /** The stack config whose namespace, services and gateway Secrets the old world has. */
   config: StackConfig;
-  /** The production services it runs (names from `config.services`), with their replicas there. */
+  /** The production services it runs (names from `config.services`), with their replicas and images there. */
   services: string[];
   /** The gateway NGINX plays (its Service is the one the program declares for it). */
   gateway: GatewayName;
@@ -68,7 +68,7 @@ export async function deployOldWorld(cluster: LocalCluster, spec: OldWorldSpec):
   for (const name of spec.services) {
     const service = config.services.find((s) => s.name === name);
     if (!service) throw new Error(`old world: no service ${name} in the stack config`);
-    await w.createWorkload(namespace, { name, replicas: service.replicas });
+    await w.createWorkload(namespace, { name, replicas: service.replicas, image: service.image });
     const created = await core.createNamespacedService({ namespace, body: clusterIpService(name) });
     clusterIps[name] = created.spec?.clusterIP ?? "";
   }

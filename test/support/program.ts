@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { StackConfig } from "../../routing/config/schema.js";
 import type { LocalCluster } from "./cluster.js";
 import { repoRoot } from "./components.js";
-import { applyLocalSecrets, localStackConfigLines, parsedLocalStackConfig } from "./local-stack.js";
+import { applyLocalSecrets, localStackConfigLines, parsedLocalStackConfig, type ConfigEdit } from "./local-stack.js";
 import { PulumiWorkspace } from "./pulumi.js";
 
 /** The CLIs compiled from the current sources into dist/, as `npm run build` does (about 10 s). */
@@ -26,6 +26,8 @@ export interface ProgramStackOptions {
   stack?: string;
   /** Kubeconfig file for the program (default: the cluster's admin). */
   kubeconfig?: string;
+  /** A change to the local config before it is written (default: none). */
+  edit?: ConfigEdit;
 }
 
 export interface ScriptRun {
@@ -50,13 +52,13 @@ export class ProgramStack {
     await ws.init();
     // The stack file's config made local (init wrote the stack's encryption salt into the file).
     const stackFile = join(ws.programDir, `Pulumi.${ws.stack}.yaml`);
-    appendFileSync(stackFile, `${["", "config:", ...localStackConfigLines(options.from)].join("\n")}\n`);
+    appendFileSync(stackFile, `${["", "config:", ...localStackConfigLines(options.from, options.edit)].join("\n")}\n`);
     await ws.setConfig(
       "envoy-gateways:kubeconfig",
       readFileSync(options.kubeconfig ?? cluster.kubeconfig, "utf8"),
       true,
     );
-    const config = parsedLocalStackConfig(options.from);
+    const config = parsedLocalStackConfig(options.from, options.edit);
     await applyLocalSecrets(cluster, config);
     return new ProgramStack(ws, cluster, config);
   }
