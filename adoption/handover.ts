@@ -228,7 +228,10 @@ export async function handOver(kc: k8s.KubeConfig, o: HandoverOptions): Promise<
     }
   }
 
-  /** Gives the released cluster IP to `<name>-handover-ip`; if another Service took it meanwhile, says so and goes on. */
+  /**
+   * Gives the released cluster IP to `<name>-handover-ip` (unless an earlier run did); if
+   * another Service took it meanwhile, says which and goes on.
+   */
   async function holdClusterIp(clusterIP: string): Promise<void> {
     const deadline = Date.now() + 5000;
     for (;;) {
@@ -240,17 +243,34 @@ export async function handOver(kc: k8s.KubeConfig, o: HandoverOptions): Promise<
         return;
       } catch (e) {
         if (e instanceof k8s.ApiException && e.code === 409) return; // held already
+        // The API server checks the address before the name: an existing stand-in gets 422 too.
         const allocated = e instanceof k8s.ApiException && e.code === 422 && /already allocated/.test(String(e.body));
-        if (allocated && Date.now() < deadline) {
+        if (!allocated) throw describeKubeError(kc, `creating the stand-in Service ${namespace}/${temp.clusterIp}`, e);
+        const holder = await holderOf(clusterIP);
+        if (holder.service === `${namespace}/${temp.clusterIp}`) return;
+        if (Date.now() < deadline) {
           await sleep(100);
           continue;
         }
-        if (allocated) {
-          log(`${where}: its old cluster IP ${clusterIP} was taken by another Service; clients still using it fail`);
-          return;
-        }
-        throw describeKubeError(kc, `creating the stand-in Service ${namespace}/${temp.clusterIp}`, e);
+        log(`${where}: its old cluster IP ${clusterIP} is ${holder.words}; clients still using it fail`);
+        return;
       }
+    }
+  }
+
+  /** Who holds a cluster IP: the Service the API server's IPAddress object names. */
+  async function holderOf(ip: string): Promise<{ service?: string; words: string }> {
+    try {
+      const held = await kc.makeApiClient(k8s.NetworkingV1Api).readIPAddress({ name: ip }, withTimeout());
+      const ref = held.spec?.parentRef;
+      if (!ref) return { words: "allocated" };
+      const service = `${ref.namespace}/${ref.name}`;
+      return {
+        service: ref.resource === "services" ? service : undefined,
+        words: `held by ${ref.resource} ${service}`,
+      };
+    } catch (e) {
+      return { words: `still allocated (${describeKubeError(kc, `reading IPAddress ${ip}`, e).message})` };
     }
   }
 

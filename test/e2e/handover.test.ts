@@ -1,114 +1,130 @@
-// Turning the old world's ClusterIP Services headless in place (adoption/handover.ts),
-// under the old world's own load: NGINX behind the gateway's node port resolves each
-// Service per request and connects through kube-proxy; an in-cluster client keeps
-// pooled connections to `batch`'s cluster IP. No request may fail, the Services are
-// never deleted (same uid), and a second run does nothing.
+// Turning a ClusterIP Service headless in place (adoption/handover.ts) when the run is
+// killed: `dist/adopt headless` is SIGKILLed as it starts each step in turn, and every
+// new run resumes where the last one stopped, under the old world's load (NGINX behind
+// the gateway's node port resolving `www` per request; an in-cluster client with pooled
+// connections to `www`'s cluster IP). No request fails, the Service is never deleted
+// (same uid), and nothing of the hand-over is left behind.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { HANDOVER_ANNOTATION, HANDOVER_LABEL, handOver, type HandoverReport } from "../../adoption/handover.js";
-import { loadKubeConfig } from "../../kube/client.js";
-import { parseStackConfig } from "../../routing/config/load.js";
-import type { StackConfig } from "../../routing/config/schema.js";
+import { HANDOVER_ANNOTATION, HANDOVER_LABEL } from "../../adoption/handover.js";
 import { describeFailures, GatewayClient, startLoad } from "../support/gateway-client.js";
-import { localStackConfig } from "../support/local-stack.js";
+import { parsedLocalStackConfig } from "../support/local-stack.js";
 import { deployOldWorld, type OldWorld } from "../support/old-world.js";
+import { ProgramStack } from "../support/program.js";
 import { until, Workloads } from "../support/workloads.js";
-import { readFileSync } from "node:fs";
 
 const cluster = inject("cluster");
 const NAMESPACE = `handover-${process.pid}`;
-const HOSTS = ["www", "notebook"];
-const SERVICES = [...HOSTS, "batch"];
-/** CoreDNS's TTL here is 5 s; NGINX keeps an answer 1 s (`valid=1s`). */
-const DNS_GRACE_MS = 6000;
+const SERVICE = "www";
+/** The steps of a hand-over, as dist/adopt announces them; each run is killed as it starts the next. */
+const STEPS = [
+  `${SERVICE}: a headless stand-in`,
+  `${SERVICE}: ${SERVICE} -> ExternalName`,
+  `${SERVICE}: DNS grace: clients drop the cluster IP`,
+  `${SERVICE}: ${SERVICE} -> headless`,
+  `${SERVICE}: DNS grace: clients drop the CNAME`,
+];
 
-let config: StackConfig;
+let stack: ProgramStack;
 let world: OldWorld;
 let w: Workloads;
 let client: GatewayClient;
 
+function inNamespace(raw: Record<string, unknown>): Record<string, unknown> {
+  const services = (raw.services as { name: string }[]).filter((s) => s.name === SERVICE);
+  return { ...raw, namespace: NAMESPACE, services };
+}
+
 beforeAll(async () => {
-  config = parseStackConfig({ ...localStackConfig("dev"), namespace: NAMESPACE }, "the hand-over's stack config");
   w = new Workloads(cluster);
-  world = await deployOldWorld(cluster, { config, services: SERVICES, gateway: "gateway" });
+  world = await deployOldWorld(cluster, {
+    config: parsedLocalStackConfig("dev", inNamespace),
+    services: [SERVICE],
+    gateway: "gateway",
+  });
+  stack = await ProgramStack.create(cluster, { from: "dev", edit: inNamespace });
   client = await GatewayClient.viaNodePort(cluster, world.gatewayService, NAMESPACE);
 }, 300_000);
 
 afterAll(async () => {
   await client?.stop();
+  await stack?.ws.dispose();
   await w?.deleteNamespace(NAMESPACE);
 });
 
-const kc = () => loadKubeConfig(readFileSync(cluster.kubeconfig, "utf8"));
+/** Runs `dist/adopt headless` and SIGKILLs it as soon as it prints a line containing `step`; its output. */
+function adoptKilledAt(step: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = stack.spawnScript("adopt", ["headless", "--dns-grace", "6s"]);
+    child.stdin.end();
+    let out = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes(step)) child.kill("SIGKILL");
+    });
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.on("error", reject);
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+  });
+}
 
-describe("ClusterIP Services handed over to headless, in place", () => {
-  it("serves every request while the three Services turn headless one after the other", async () => {
-    const uids = Object.fromEntries(
-      await Promise.all(
-        SERVICES.map(async (name) => [
-          name,
-          (await w.core.readNamespacedService({ name, namespace: NAMESPACE })).metadata?.uid,
-        ]),
-      ),
-    );
-    const batchUrl = `https://batch.${NAMESPACE}.svc.${config.clusterDomain}/jobs`;
-    await w.createClient(NAMESPACE, { name: "batch-client", url: batchUrl, rate: 40, count: 4000, keepAlive: true });
+describe("a hand-over to headless, killed and resumed", () => {
+  it("resumes after a SIGKILL at every step, and no request fails", async () => {
+    const uid = (await w.core.readNamespacedService({ name: SERVICE, namespace: NAMESPACE })).metadata?.uid;
+    const url = `https://${SERVICE}.${NAMESPACE}.svc.${stack.config.clusterDomain}/`;
+    await w.createClient(NAMESPACE, { name: "www-client", url, rate: 30, count: 10_000, keepAlive: true });
     await until(
       "the in-cluster client to start",
       60_000,
-      async () => (await w.clientTally(NAMESPACE, "batch-client")).ok > 0,
+      async () => (await w.clientTally(NAMESPACE, "www-client")).ok > 0,
     );
-    let i = 0;
-    const load = startLoad(
-      () => client.request(`${HOSTS[i++ % HOSTS.length]}.${config.domain}`, "/", { timeoutMs: 5000 }),
-      { rate: 60, maxMs: 150_000, maxRequests: 9000 },
-    );
-    const reports: HandoverReport[] = [];
+    const load = startLoad(() => client.request(`${SERVICE}.${stack.config.domain}`, "/", { timeoutMs: 5000 }), {
+      rate: 40,
+      maxMs: 240_000,
+      maxRequests: 9600,
+    });
+    const runs: string[] = [];
     try {
-      for (const name of SERVICES)
-        reports.push(
-          await handOver(kc(), {
-            namespace: NAMESPACE,
-            name,
-            clusterDomain: config.clusterDomain,
-            dnsGraceMs: DNS_GRACE_MS,
-          }),
-        );
-      await new Promise((r) => setTimeout(r, 3000)); // and a little after
+      for (const step of STEPS) runs.push(await adoptKilledAt(step));
+      const last = await stack.runScript("adopt", ["headless", "--dns-grace", "6s"]);
+      expect(last.code).toBe(0);
+      runs.push(last.stdout);
+      await new Promise((r) => setTimeout(r, 3000));
     } finally {
       load.stop();
     }
     const result = await load.result;
-    const tally = await w.clientTally(NAMESPACE, "batch-client");
-    for (const r of reports)
-      console.log(`${r.service} (was ${r.clusterIP}): ${r.steps.map((s) => `${s.step} ${s.ms} ms`).join("; ")}`);
+    const tally = await w.clientTally(NAMESPACE, "www-client");
+    console.log(runs.map((r, i) => `run ${i + 1}:\n${r.trim()}`).join("\n"));
     console.log(
-      `through NGINX: ${describeFailures(result)}; in-cluster client to batch: ${tally.sent} sent, ${tally.failed} failed`,
+      `through NGINX: ${describeFailures(result)}; in-cluster client to www: ${tally.sent} sent, ${tally.failed} failed`,
     );
+    // Each run after the first picked up where the last one was killed.
+    expect(runs[1]).toMatch(/ClusterIP .* -> headless, in place/);
+    expect(runs.slice(3).every((r) => /resumes its hand-over/.test(r))).toBe(true);
+    expect(runs.join("\n")).not.toContain("clients still using it fail");
+    expect(runs.at(-1)).toContain(`Service ${NAMESPACE}/${SERVICE}: headless (`);
     expect(describeFailures(result)).toBe(`0 of ${result.samples.length} failed`);
     expect({ failed: tally.failed, failures: tally.failures }).toEqual({ failed: 0, failures: [] });
-    expect(tally.ok).toBeGreaterThan(1000);
 
-    for (const name of SERVICES) {
-      const s = await w.core.readNamespacedService({ name, namespace: NAMESPACE });
-      expect({ name, type: s.spec?.type, clusterIP: s.spec?.clusterIP, uid: s.metadata?.uid }).toEqual({
-        name,
-        type: "ClusterIP",
-        clusterIP: "None",
-        uid: uids[name],
-      });
-      expect(s.metadata?.annotations?.[HANDOVER_ANNOTATION]).toBeUndefined();
-    }
+    const s = await w.core.readNamespacedService({ name: SERVICE, namespace: NAMESPACE });
+    expect({ type: s.spec?.type, clusterIP: s.spec?.clusterIP, uid: s.metadata?.uid }).toEqual({
+      type: "ClusterIP",
+      clusterIP: "None",
+      uid,
+    });
+    expect(s.metadata?.annotations?.[HANDOVER_ANNOTATION]).toBeUndefined();
     const left = await w.core.listNamespacedService({ namespace: NAMESPACE, labelSelector: HANDOVER_LABEL });
-    expect(left.items.map((s) => s.metadata?.name)).toEqual([]);
+    expect(left.items.map((i) => i.metadata?.name)).toEqual([]);
   }, 400_000);
 
   it("does nothing for a Service that is already headless", async () => {
-    const report = await handOver(kc(), {
-      namespace: NAMESPACE,
-      name: "www",
-      clusterDomain: config.clusterDomain,
-      dnsGraceMs: DNS_GRACE_MS,
-    });
-    expect(report).toEqual({ service: `${NAMESPACE}/www`, clusterIP: "", steps: [] });
+    const run = await stack.runScript("adopt", ["headless", "--dns-grace", "6s"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Service ${NAMESPACE}/${SERVICE}: already headless, nothing to do`);
+    expect(run.stdout).not.toContain("DNS grace");
   });
 });
