@@ -368,13 +368,7 @@ describe("stack config", () => {
       "envoy-gateways:gateways.gateway.service.servedBy.app",
       /the label value must be at most 63 letters/,
     ],
-    [
-      "adoptExisting not a boolean",
-      "adoptExisting",
-      "yes",
-      "envoy-gateways:adoptExisting",
-      /must be true or false/,
-    ],
+    ["adoptExisting not a boolean", "adoptExisting", "yes", "envoy-gateways:adoptExisting", /must be true or false/],
     [
       "TLS secret not a DNS label",
       "gateways.gateway.tls.serverSecret",
