@@ -20,7 +20,7 @@ import type { GatewayName, StackConfig } from "../../routing/config/schema.js";
 import { fillTemplate } from "../harness/template.js";
 import type { LocalCluster } from "./cluster.js";
 import { applyLocalSecrets, localImages } from "./local-stack.js";
-import { Workloads } from "./workloads.js";
+import { hardenedDeployment, Workloads } from "./workloads.js";
 
 /** The port the NGINX pods listen on (as the Envoy gateways' pods do). */
 export const OLD_GATEWAY_PORT = 8443;
@@ -85,45 +85,29 @@ export async function deployOldWorld(cluster: LocalCluster, spec: OldWorldSpec):
   const selector = { app: nginxDeployment };
   await apps.createNamespacedDeployment({
     namespace,
-    body: {
-      metadata: { name: nginxDeployment, labels: selector },
-      spec: {
-        replicas: spec.gatewayReplicas ?? 2,
-        selector: { matchLabels: selector },
-        strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-        template: {
-          metadata: { labels: selector },
-          spec: {
-            securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-            containers: [
-              {
-                name: "nginx",
-                image: localImages().nginx,
-                ports: [{ name: "https", containerPort: OLD_GATEWAY_PORT }],
-                readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 2 },
-                securityContext: {
-                  allowPrivilegeEscalation: false,
-                  readOnlyRootFilesystem: true,
-                  capabilities: { drop: ["ALL"] },
-                },
-                volumeMounts: [
-                  { name: "config", mountPath: "/etc/nginx", readOnly: true },
-                  { name: "server-tls", mountPath: `${TLS_DIR}/server`, readOnly: true },
-                  { name: "upstream-tls", mountPath: `${TLS_DIR}/upstream`, readOnly: true },
-                  { name: "tmp", mountPath: "/tmp" },
-                ],
-              },
-            ],
-            volumes: [
-              { name: "config", configMap: { name: nginxDeployment } },
-              { name: "server-tls", secret: { secretName: tls.serverSecret } },
-              { name: "upstream-tls", secret: { secretName: tls.upstreamSecret } },
-              { name: "tmp", emptyDir: {} },
-            ],
-          },
-        },
+    body: hardenedDeployment({
+      name: nginxDeployment,
+      selector,
+      replicas: spec.gatewayReplicas ?? 2,
+      container: {
+        name: "nginx",
+        image: localImages().nginx,
+        ports: [{ name: "https", containerPort: OLD_GATEWAY_PORT }],
+        readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 2 },
+        volumeMounts: [
+          { name: "config", mountPath: "/etc/nginx", readOnly: true },
+          { name: "server-tls", mountPath: `${TLS_DIR}/server`, readOnly: true },
+          { name: "upstream-tls", mountPath: `${TLS_DIR}/upstream`, readOnly: true },
+          { name: "tmp", mountPath: "/tmp" },
+        ],
       },
-    },
+      volumes: [
+        { name: "config", configMap: { name: nginxDeployment } },
+        { name: "server-tls", secret: { secretName: tls.serverSecret } },
+        { name: "upstream-tls", secret: { secretName: tls.upstreamSecret } },
+        { name: "tmp", emptyDir: {} },
+      ],
+    }),
   });
 
   const gatewayService = gatewayObjectNames(spec.gateway).service;

@@ -9,8 +9,10 @@ import {
   KubeConfig,
   PatchStrategy,
   setHeaderOptions,
+  type V1Container,
   type V1Deployment,
   type V1Pod,
+  type V1Volume,
 } from "@kubernetes/client-node";
 import { LABEL, routingLabels } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
@@ -121,35 +123,20 @@ export class Workloads {
     const args = [`-url=${spec.url}`, `-rate=${spec.rate}`, `-count=${spec.count}`, `-keepalive=${spec.keepAlive}`];
     await this.apps.createNamespacedDeployment({
       namespace,
-      body: {
-        metadata: { name: spec.name, namespace, labels: selector },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: selector },
-          template: {
-            metadata: { labels: selector },
-            spec: {
-              securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-              containers: [
-                {
-                  name: spec.name,
-                  image: localImages().echo,
-                  command: ["/standin", "client", ...args],
-                  ports: [{ name: "stats", containerPort: CLIENT_STATS_PORT }],
-                  readinessProbe: { tcpSocket: { port: "stats" }, periodSeconds: 1 },
-                  securityContext: {
-                    allowPrivilegeEscalation: false,
-                    readOnlyRootFilesystem: true,
-                    capabilities: { drop: ["ALL"] },
-                  },
-                  volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
-                },
-              ],
-              volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(spec.name) } }],
-            },
-          },
+      body: hardenedDeployment({
+        name: spec.name,
+        selector,
+        replicas: 1,
+        container: {
+          name: spec.name,
+          image: localImages().echo,
+          command: ["/standin", "client", ...args],
+          ports: [{ name: "stats", containerPort: CLIENT_STATS_PORT }],
+          readinessProbe: { tcpSocket: { port: "stats" }, periodSeconds: 1 },
+          volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
         },
-      },
+        volumes: [{ name: "tls", secret: { secretName: podTlsSecretName(spec.name) } }],
+      }),
     });
   }
 
@@ -251,6 +238,45 @@ function deployment(namespace: string, spec: RoutedServiceSpec): V1Deployment {
       { name: spec.name, image: spec.image ?? localImages().echo, replicas: spec.replicas ?? 1 },
       selector,
     ) as V1Deployment["spec"],
+  };
+}
+
+/**
+ * A Deployment of one container, hardened as the program's own pods are (non-root,
+ * seccomp RuntimeDefault, read-only root, no privilege escalation, no capabilities), for
+ * the test workloads that are not a routed service's pods (clients, the old world).
+ */
+export function hardenedDeployment(o: {
+  name: string;
+  selector: Record<string, string>;
+  replicas: number;
+  container: V1Container;
+  volumes: V1Volume[];
+}): V1Deployment {
+  return {
+    metadata: { name: o.name, labels: o.selector },
+    spec: {
+      replicas: o.replicas,
+      selector: { matchLabels: o.selector },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels: o.selector },
+        spec: {
+          securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              ...o.container,
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ["ALL"] },
+              },
+            },
+          ],
+          volumes: o.volumes,
+        },
+      },
+    },
   };
 }
 
