@@ -9,6 +9,7 @@ import type {
 import { isPinnedImage } from "../routing/config/schema.js";
 import { validateXdsData } from "../routing/validation/index.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
+import { liveService, type LiveService, type ServiceLookup } from "./live.js";
 import {
   AUTOSCALER_TYPES,
   containersOf,
@@ -411,6 +412,47 @@ export const gatewayDisruptionBudget: StackValidationPolicy = {
   },
 };
 
+/**
+ * Blocks the trap of adopting a running cluster: a Service the update declares headless
+ * that runs with a cluster IP. Kubernetes refuses to change `clusterIP` in place, so the
+ * Kubernetes provider would delete the Service and create it again, and its name would
+ * resolve to nothing in between. Reads the live Service through `lookup`.
+ */
+export function headlessInPlace(lookup: ServiceLookup): ResourceValidationPolicy {
+  return {
+    name: "headless-in-place",
+    description:
+      "A Service declared headless that runs on the cluster with a cluster IP is turned headless in place first (dist/adopt --stack <stack> headless): an update would delete it and create it again, and its name would resolve to nothing in between.",
+    enforcementLevel: "mandatory",
+    configSchema,
+    validateResource: async (args, report) => {
+      if (args.type !== "kubernetes:core/v1:Service" || args.props.spec?.clusterIP !== "None") return;
+      const ref = refOf(args);
+      if (exemptionFor(args.getConfig<PolicySettings>(), ref)) return;
+      const provider = args.provider?.props as Record<string, unknown> | undefined;
+      if (provider?.renderYamlToDirectory) return; // rendering manifests: no cluster to compare with
+      let live: LiveService | undefined;
+      try {
+        live = await lookup(provider, ref.namespace, ref.name);
+      } catch (e) {
+        report(
+          `${showRef(ref)} could not be compared with the cluster, so this update may replace it: ${(e as Error).message}`,
+        );
+        return;
+      }
+      const adopt = "dist/adopt --stack <this stack> headless (docs/adopting.md)";
+      if (live?.handingOver)
+        report(
+          `${showRef(ref)} is being turned headless in place (dist/adopt was stopped in the middle): finish it with ${adopt}, then run this update again.`,
+        );
+      else if (live?.clusterIP && live.clusterIP !== "None")
+        report(
+          `${showRef(ref)} runs on the cluster as a ${live.type} Service with cluster IP ${live.clusterIP}; this update declares it headless, which Kubernetes allows only by deleting it and creating it again, and its name would resolve to nothing in between. Turn it headless in place first: ${adopt}, then run this update again.`,
+        );
+    },
+  };
+}
+
 /** Every policy of the pack, in the order the engine reports them. */
 export const policies: (ResourceValidationPolicy | StackValidationPolicy)[] = [
   multiReplicaWorkloadsHeadless,
@@ -420,4 +462,5 @@ export const policies: (ResourceValidationPolicy | StackValidationPolicy)[] = [
   serviceImagesPinned,
   gatewayPodsHardened,
   gatewayDisruptionBudget,
+  headlessInPlace(liveService),
 ];

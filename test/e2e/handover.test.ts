@@ -3,10 +3,13 @@
 // new run resumes where the last one stopped, under the old world's load (NGINX behind
 // the gateway's node port resolving `www` per request; an in-cluster client with pooled
 // connections to `www`'s cluster IP). No request fails, the Service is never deleted
-// (same uid), and nothing of the hand-over is left behind.
+// (same uid), and nothing of the hand-over is left behind. Before it, the policy pack
+// blocks the plain `pulumi up` that would replace the live ClusterIP Service.
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HANDOVER_ANNOTATION, HANDOVER_LABEL } from "../../adoption/handover.js";
 import { describeFailures, GatewayClient, startLoad } from "../support/gateway-client.js";
+import { repoRoot } from "../support/components.js";
 import { parsedLocalStackConfig } from "../support/local-stack.js";
 import { deployOldWorld, type OldWorld } from "../support/old-world.js";
 import { ProgramStack } from "../support/program.js";
@@ -70,6 +73,28 @@ function adoptKilledAt(step: string): Promise<string> {
     });
   });
 }
+
+describe("the trap: a plain pulumi up over a live ClusterIP Service", () => {
+  it("is blocked by the policy pack before anything changes, saying what to run instead", async () => {
+    const before = await w.core.readNamespacedService({ name: SERVICE, namespace: NAMESPACE });
+    const pack = stack.ws.policyPackLauncher(join(repoRoot, "policy"));
+    const up = await stack.ws.run(["up", "--yes", "--policy-pack", pack], 300_000);
+    expect(up.code).not.toBe(0);
+    expect(up.stdout).toMatch(/\[mandatory\] +headless-in-place/);
+    expect(up.stdout.replace(/\s+/g, " ")).toContain(
+      `Service ${NAMESPACE}/${SERVICE} runs on the cluster as a ClusterIP Service with cluster IP ${world.clusterIps[SERVICE]}; ` +
+        "this update declares it headless, which Kubernetes allows only by deleting it and creating it again, and its name would resolve to nothing in between. " +
+        "Turn it headless in place first: dist/adopt --stack <this stack> headless (docs/adopting.md), then run this update again.",
+    );
+    const after = await w.core.readNamespacedService({ name: SERVICE, namespace: NAMESPACE });
+    expect({ uid: after.metadata?.uid, clusterIP: after.spec?.clusterIP }).toEqual({
+      uid: before.metadata?.uid,
+      clusterIP: before.spec?.clusterIP,
+    });
+    const created = await w.apps.listNamespacedDeployment({ namespace: NAMESPACE });
+    expect(created.items.map((d) => d.metadata?.name).sort()).toEqual(["gateway-nginx", SERVICE]);
+  });
+});
 
 describe("a hand-over to headless, killed and resumed", () => {
   it("resumes after a SIGKILL at every step, and no request fails", async () => {

@@ -509,6 +509,7 @@ describe("the pack, in detail", () => {
       "service-images-pinned": "advisory",
       "gateway-pods-hardened": "mandatory",
       "gateway-disruption-budget": "mandatory",
+      "headless-in-place": "mandatory",
     });
   });
 

@@ -10,6 +10,7 @@ import {
   gatewayDisruptionBudget,
   gatewayPodsHardened,
   gatewayUpstreamsHeadlessOn443,
+  headlessInPlace,
   multiReplicaWorkloadsHeadless,
   policies,
   xdsConfigMapsValid,
@@ -18,7 +19,8 @@ import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { eachTest } from "./each-test.js";
 import { ROOT, stackConfig } from "./fixtures.js";
-import { K, runResource, runStack, UNKNOWN, type Obj } from "./policy-engine.js";
+import type { LiveService, ServiceLookup } from "../../policy/live.js";
+import { K, runResource, runResourceAsync, runStack, UNKNOWN, type Obj } from "./policy-engine.js";
 
 function deployment(
   name: string,
@@ -397,10 +399,85 @@ describe("the pack", () => {
       "service-images-pinned",
       "gateway-pods-hardened",
       "gateway-disruption-budget",
+      "headless-in-place",
     ]);
     for (const p of policies) {
       expect(p.description.length).toBeGreaterThan(40);
       expect((p.configSchema!.properties.exemptions as any).items.required).toEqual(["name", "reason"]);
     }
+  });
+});
+
+describe("headless-in-place", () => {
+  const declared = (name = "www", namespace?: string): Obj => ({
+    type: K("Service"),
+    name,
+    props: {
+      metadata: { name, ...(namespace ? { namespace } : {}) },
+      spec: { clusterIP: "None", selector: { app: name } },
+    },
+  });
+  /** A lookup answering from `live`, recording what it was asked. */
+  function cluster(live: Record<string, LiveService | Error | undefined>) {
+    const asked: string[] = [];
+    const lookup: ServiceLookup = async (provider, namespace, name) => {
+      asked.push(`${String(provider?.kubeconfig ?? "ambient")} ${namespace}/${name}`);
+      const answer = live[`${namespace}/${name}`];
+      if (answer instanceof Error) throw answer;
+      return answer;
+    };
+    return { asked, policy: headlessInPlace(lookup) };
+  }
+
+  it("blocks declaring headless a Service that runs with a cluster IP, naming it, the address and what to run instead", async () => {
+    const c = cluster({ "prod/www": { type: "ClusterIP", clusterIP: "10.0.0.12", handingOver: false } });
+    const out = await runResourceAsync(c.policy, declared("www", "prod"), { kubeconfig: "apiVersion: v1" });
+    expect(out.violations).toEqual([
+      "Service prod/www runs on the cluster as a ClusterIP Service with cluster IP 10.0.0.12; this update declares it headless, which Kubernetes allows only by deleting it and creating it again, and its name would resolve to nothing in between. Turn it headless in place first: dist/adopt --stack <this stack> headless (docs/adopting.md), then run this update again.",
+    ]);
+    // Through the provider's kubeconfig, in the Service's namespace ("default" when it names none).
+    expect(c.asked).toEqual(["apiVersion: v1 prod/www"]);
+    const d = cluster({});
+    await runResourceAsync(d.policy, declared("batch"));
+    expect(d.asked).toEqual(["ambient default/batch"]);
+  });
+
+  it("passes a Service that is headless on the cluster already, or not there yet", async () => {
+    const c = cluster({ "default/www": { type: "ClusterIP", clusterIP: "None", handingOver: false } });
+    expect((await runResourceAsync(c.policy, declared("www"))).violations).toEqual([]);
+    expect((await runResourceAsync(c.policy, declared("notebook"))).violations).toEqual([]);
+  });
+
+  it("asks the cluster nothing about Services not declared headless, or other kinds", async () => {
+    const c = cluster({});
+    await runResourceAsync(c.policy, { type: K("Service"), name: "gateway", props: { spec: { type: "NodePort" } } });
+    await runResourceAsync(c.policy, { type: K("ConfigMap"), name: "x", props: { spec: { clusterIP: "None" } } });
+    expect(c.asked).toEqual([]);
+  });
+
+  it("says to finish a hand-over stopped in the middle", async () => {
+    const c = cluster({ "default/www": { type: "ExternalName", handingOver: true } });
+    expect((await runResourceAsync(c.policy, declared())).violations).toEqual([
+      "Service default/www is being turned headless in place (dist/adopt was stopped in the middle): finish it with dist/adopt --stack <this stack> headless (docs/adopting.md), then run this update again.",
+    ]);
+  });
+
+  it("blocks, saying why, when the cluster cannot be read", async () => {
+    const c = cluster({
+      "default/www": new Error(
+        "reading Service default/www: cannot reach the Kubernetes API at https://k (ECONNREFUSED)",
+      ),
+    });
+    expect((await runResourceAsync(c.policy, declared())).violations).toEqual([
+      "Service default/www could not be compared with the cluster, so this update may replace it: reading Service default/www: cannot reach the Kubernetes API at https://k (ECONNREFUSED)",
+    ]);
+  });
+
+  it("leaves an exempted Service alone, and skips rendering to a directory (no cluster)", async () => {
+    const c = cluster({ "default/www": { type: "ClusterIP", clusterIP: "10.0.0.12", handingOver: false } });
+    const exempt = [{ kind: "Service", name: "www", reason: "replaced on purpose in a window" }];
+    expect((await runResourceAsync(c.policy, declared(), undefined, exempt)).violations).toEqual([]);
+    expect((await runResourceAsync(c.policy, declared(), { renderYamlToDirectory: "out" })).violations).toEqual([]);
+    expect(c.asked).toEqual([]);
   });
 });

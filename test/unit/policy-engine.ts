@@ -92,3 +92,32 @@ export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions
   }
   return out;
 }
+
+/** runResource for an asynchronous policy (one that reads the cluster), with the provider's inputs it is given. */
+export async function runResourceAsync(
+  policy: ResourceValidationPolicy,
+  o: Obj,
+  provider?: Record<string, unknown>,
+  exemptions: Exemption[] = [],
+): Promise<Outcome> {
+  const out: Outcome = { violations: [] };
+  const r = asEngine(o);
+  const args = {
+    type: o.type,
+    props: r.props,
+    urn: r.urn,
+    name: o.name,
+    opts: {} as any,
+    provider: provider
+      ? { type: "pulumi:providers:kubernetes", name: "kubernetes", urn: "", props: provider }
+      : undefined,
+    stackTags: new Map(),
+    getConfig: <T>() => ({ exemptions }) as T,
+    notApplicable: () => {
+      throw new Error("not applicable");
+    },
+  } as unknown as ResourceValidationArgs;
+  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
+  for (const v of validations) await v(args, (message) => out.violations.push(message));
+  return out;
+}
