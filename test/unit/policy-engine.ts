@@ -66,19 +66,7 @@ export function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions:
 
 export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions: Exemption[] = []): Outcome {
   const out: Outcome = { violations: [] };
-  const r = asEngine(o);
-  const args = {
-    type: o.type,
-    props: r.props,
-    urn: r.urn,
-    name: o.name,
-    opts: {} as any,
-    stackTags: new Map(),
-    getConfig: <T>() => ({ exemptions }) as T,
-    notApplicable: () => {
-      throw new Error("not applicable");
-    },
-  } as unknown as ResourceValidationArgs;
+  const args = resourceArgs(o, exemptions);
   const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
   try {
     for (const v of validations) {
@@ -101,8 +89,16 @@ export async function runResourceAsync(
   exemptions: Exemption[] = [],
 ): Promise<Outcome> {
   const out: Outcome = { violations: [] };
+  const args = resourceArgs(o, exemptions, provider);
+  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
+  for (const v of validations) await v(args, (message) => out.violations.push(message));
+  return out;
+}
+
+/** The arguments the engine gives a resource policy: the resource, its config, and its provider's inputs if any. */
+function resourceArgs(o: Obj, exemptions: Exemption[], provider?: Record<string, unknown>): ResourceValidationArgs {
   const r = asEngine(o);
-  const args = {
+  return {
     type: o.type,
     props: r.props,
     urn: r.urn,
@@ -117,7 +113,4 @@ export async function runResourceAsync(
       throw new Error("not applicable");
     },
   } as unknown as ResourceValidationArgs;
-  const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
-  for (const v of validations) await v(args, (message) => out.violations.push(message));
-  return out;
 }
