@@ -1,6 +1,6 @@
 // EnvoyGateway: one Envoy gateway (gateway or internal-gateway) and
 // everything it needs in the cluster.
-import { adoptionAnnotations } from "./adoption.js";
+import { adoptionAnnotations, adoptionNote, noteAt, servedByNote } from "./adoption.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { gatewayPodsService, type GatewayName, type GatewaySettings } from "../routing/config/schema.js";
@@ -133,6 +133,9 @@ export class EnvoyGateway extends pulumi.ComponentResource {
       },
       { ...child, deleteBeforeReplace: true },
     );
+    if (args.adoptExisting) noteAt(this.service, adoptionNote(args.namespace, names.service));
+    const servedBy = args.settings.service.servedBy;
+    if (servedBy) noteAt(this.service, servedByNote(args.namespace, names.service, servedBy));
     // Each Envoy resolves this one (its bootstrap's local cluster) to count the gateway's ready pods
     // and take its share of every service-wide rate limit, whatever the autoscaler does.
     new k8s.core.v1.Service(`${name}-pods`, { metadata: meta(names.pods), spec: podsServiceSpec(args) }, child);

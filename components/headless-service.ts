@@ -2,7 +2,7 @@
 // every ready pod IP, so Envoy balances across the pods itself), carrying the
 // routing labels; with an image, also its Deployment and PodDisruptionBudget.
 // Those pods mount their certificate from the Secret <service>-tls.
-import { adoptionAnnotations } from "./adoption.js";
+import { adoptionAnnotations, adoptionNote, noteAt } from "./adoption.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { LABEL, MANAGED_BY, routingLabels } from "../routing/labels.js";
@@ -73,6 +73,7 @@ export class HeadlessService extends pulumi.ComponentResource {
       },
       { ...child, deleteBeforeReplace: true },
     );
+    if (args.adoptExisting) noteAt(this.service, adoptionNote(args.namespace, args.serviceName));
     if (args.image) {
       this.deployment = new k8s.apps.v1.Deployment(
         name,

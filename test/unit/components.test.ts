@@ -1,6 +1,7 @@
 // What each component declares in the cluster, field by field, and the
 // options the engine is given for it (under Pulumi mocks).
-import { beforeAll, describe, expect, it } from "vitest";
+import * as pulumi from "@pulumi/pulumi";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { EnvoyGateway, bootstrapConfigMapName, drainCommand } from "../../components/envoy-gateway.js";
 import { HeadlessService } from "../../components/headless-service.js";
 import { RouteSyncAccess } from "../../components/route-sync-access.js";
@@ -368,6 +369,63 @@ describe("adopting a running cluster", () => {
     expect(named(service.resources, "core/v1:Service", "www").inputs.metadata.annotations).toEqual({
       "pulumi.com/patchForce": "true",
     });
+  });
+});
+
+describe("adopting a running cluster, in the preview's words", () => {
+  afterEach(() => vi.restoreAllMocks());
+  /** Each note logged while `declare` runs, with the name of the resource it is attached to. */
+  async function notes(declare: () => Promise<unknown>): Promise<[string, unknown][]> {
+    const info = vi.spyOn(pulumi.log, "info").mockResolvedValue();
+    info.mockClear();
+    await declare();
+    return info.mock.calls.map(([text, resource]) => [text, resource]);
+  }
+
+  it("says at each Service taken over that it is applied over the running one, and at the gateway Service whose pods serve it", async () => {
+    let declared: Awaited<ReturnType<typeof gateway>> | undefined;
+    const said = await notes(
+      async () =>
+        (declared = await gateway(
+          "gateway",
+          (r) => withValue(r, "gateways.gateway.service", { servedBy: { app: "gateway-nginx", tier: "edge" } }),
+          { adoptExisting: true },
+        )),
+    );
+    expect(said).toEqual([
+      [
+        'Service edge/gateway is adopted if it runs already (adoptExisting): "create" applies the declared fields over it, in place; it is not created twice, replaced or deleted',
+        declared!.result.service,
+      ],
+      [
+        "Service edge/gateway sends its traffic to the pods app=gateway-nginx,tier=edge (servedBy), not to this gateway's Envoy pods; removing servedBy is the cutover to Envoy",
+        declared!.result.service,
+      ],
+    ]);
+    let www: HeadlessService | undefined;
+    const aboutWww = await notes(async () => {
+      await declaring(
+        () =>
+          (www = new HeadlessService("www", {
+            serviceName: "www",
+            namespace: "prod",
+            replicas: 2,
+            adoptExisting: true,
+          })),
+      );
+    });
+    expect(aboutWww).toEqual([
+      [expect.stringMatching(/^Service prod\/www is adopted if it runs already/), www!.service],
+    ]);
+  });
+
+  it("says nothing when nothing is adopted and Envoy serves", async () => {
+    expect(await notes(() => gateway("gateway"))).toEqual([]);
+    expect(
+      await notes(() =>
+        declaring(() => new HeadlessService("www", { serviceName: "www", namespace: "prod", replicas: 2 })),
+      ),
+    ).toEqual([]);
   });
 });
 
