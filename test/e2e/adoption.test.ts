@@ -3,10 +3,18 @@
 // NodePort Service, ClusterIP Services, an in-cluster client calling `batch` directly)
 // serves throughout while `dist/adopt headless` turns the Services headless in place,
 // `pulumi up` adopts them with the gateway still served by NGINX, the cutover moves the
-// gateway Service to Envoy, the way back to NGINX, and forward again. No request may fail
-// in any phase; the figures are printed.
+// gateway Service to Envoy, the way back to NGINX, forward again, then this program rolled
+// back to its previous release and forward. No request may fail in any phase; the figures
+// are printed.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ADOPTION_SERVICES, adoptionTable, runAdoption, type AdoptionRun } from "../support/adoption.js";
+import {
+  ADOPTION_HOSTS,
+  ADOPTION_SERVICES,
+  adoptionTable,
+  runAdoption,
+  type AdoptionRun,
+} from "../support/adoption.js";
+import { describeFailures } from "../support/gateway-client.js";
 import { Workloads } from "../support/workloads.js";
 
 const cluster = inject("cluster");
@@ -48,8 +56,50 @@ describe("adopting a running cluster", () => {
     expect({ failed: run.tally.failed, failures: run.tally.failures }).toEqual({ failed: 0, failures: [] });
   });
 
-  it("moves the traffic to Envoy at the cutover, back to NGINX and forward again", () => {
-    expect(run.phases.map((p) => p.servedBy)).toEqual(["nginx", "nginx", "envoy", "nginx", "envoy"]);
+  it("sends every request to NGINX until the cutover, and many to Envoy while the release is rolled back and forward", () => {
+    const [headless, adopting, , , , rollback, forward] = run.phases;
+    expect([headless!.gateway.envoy, adopting!.gateway.envoy]).toEqual([0, 0]);
+    // At least the half of the requests that open a new connection each (the kept-alive half stays
+    // where its connection was opened, NGINX or Envoy, until that end closes it).
+    for (const p of [rollback!, forward!])
+      expect(p.gateway.envoy, p.phase).toBeGreaterThanOrEqual(Math.floor(0.45 * p.gateway.sent));
+  });
+
+  it("moves the traffic to Envoy at the cutover, back to NGINX and forward again; the release rollback keeps Envoy", () => {
+    expect(run.phases.map((p) => p.servedBy)).toEqual(["nginx", "nginx", "envoy", "nginx", "envoy", "envoy", "envoy"]);
+  });
+
+  it("pools Envoy's upstream connections: a few kept to every pod, not one per request", () => {
+    const { config } = run.stack;
+    const replicas = (name: string) => config.services.find((s) => s.name === name)!.replicas;
+    expect(run.pools.length).toBe(config.gateways.gateway.replicas * ADOPTION_HOSTS.length);
+    expect(describeFailures(run.poolWindow)).toBe(`0 of ${run.poolWindow.samples.length} failed`);
+    for (const p of run.pools) {
+      expect({ pod: p.pod, service: p.service, endpoints: p.endpoints }).toEqual({
+        pod: p.pod,
+        service: p.service,
+        endpoints: replicas(p.service),
+      });
+      // A connection to every pod, kept: the window's requests, each on a new downstream connection,
+      // ride a few (HTTP/1.1 upstream: one per request in flight to a pod, so pods x workers when
+      // requests do not overlap, a few more when they do); a connection per request would fail both.
+      const where = `${p.pod} -> ${p.service}`;
+      expect(p.requests, where).toBeGreaterThanOrEqual(100);
+      expect(p.open, where).toBeGreaterThanOrEqual(p.endpoints);
+      expect(p.requests, where).toBeGreaterThanOrEqual(20 * p.open);
+      expect(p.requests, where).toBeGreaterThanOrEqual(20 * p.opened);
+    }
+  });
+
+  it("says in the update's output what it adopts and which pods serve the gateway Service, until the cutover", () => {
+    const [, adopting, cutover] = run.outputs.map((o) => o.replace(/\s+/g, " "));
+    for (const name of [...ADOPTION_SERVICES, "gateway"])
+      expect(adopting).toContain(`Service ${NAMESPACE}/${name} is adopted if it runs already (adoptExisting)`);
+    expect(adopting).toContain(
+      `Service ${NAMESPACE}/gateway sends its traffic to the pods app=gateway-nginx (servedBy)`,
+    );
+    expect(cutover).toContain(`Service ${NAMESPACE}/gateway is adopted if it runs already`);
+    expect(cutover).not.toContain("(servedBy)");
   });
 
   it("turned the Services headless in place, the plan naming each cluster IP first", async () => {
@@ -69,8 +119,9 @@ describe("adopting a running cluster", () => {
   it("adopted the gateway Service with its node port", async () => {
     const s = await w.core.readNamespacedService({ name: "gateway", namespace: NAMESPACE });
     expect(s.spec?.ports?.find((p) => p.port === 443)?.nodePort).toBe(run.world.nodePort);
-    // The program's Service now: its annotation and labels applied over the old one, selecting the Envoy pods.
-    expect(s.metadata?.annotations?.["pulumi.com/patchForce"]).toBe("true");
+    // The program's Service now: its labels applied over the old one, selecting the Envoy pods; the
+    // adoption's annotation went with adoptExisting, cleared before the release rollback.
+    expect(s.metadata?.annotations?.["pulumi.com/patchForce"]).toBeUndefined();
     expect(s.metadata?.labels?.["app.kubernetes.io/managed-by"]).toBe("envoy-gateways");
     expect(s.spec?.selector).toEqual({ "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway" });
   });

@@ -203,6 +203,8 @@ export interface Sample {
   pod?: string;
   /** The gateway pod it went through. */
   via?: string;
+  /** The product in its answer's Server header (envoy, nginx), for answers that have one. */
+  server?: string;
   error?: string;
 }
 
@@ -269,7 +271,8 @@ export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOpt
               pod = undefined;
             }
           }
-          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod });
+          const server = r.headers.server ? String(r.headers.server).split("/")[0] : undefined;
+          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod, server });
         },
         (e: Error & { gatewayPod?: string }) => {
           samples.push({ sent, done: now(), status: 0, via: e.gatewayPod, error: e.message });

@@ -74,6 +74,16 @@ export class ProgramStack {
   }
 
   /**
+   * This stack run from an earlier release's sources (PulumiWorkspace.atRelease), with the
+   * stack file as it is now; dispose it with `ws.dispose()` (the stack stays).
+   */
+  async atRelease(commit: string): Promise<ProgramStack> {
+    const ws = this.ws.atRelease(commit);
+    await ws.ok(["stack", "select", ws.stack]);
+    return new ProgramStack(ws, this.cluster, this.config);
+  }
+
+  /**
    * Starts one of the project's CLIs against this stack, with the engine's environment, as the docs say to
    * run it: the compiled `dist/<name>` (a launcher that execs Node on dist/<name>.js, so the child's pid is
    * the CLI's own; the e2e global setup builds dist/ from the sources).

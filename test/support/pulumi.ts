@@ -1,7 +1,18 @@
 // Runs the real pulumi CLI (with the cached Node language host and Kubernetes
 // provider) against a program, with a local file backend in a temporary directory.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -96,6 +107,42 @@ export class PulumiWorkspace {
       backendDir: this.backendDir,
       keepStackFiles: true,
     });
+  }
+
+  /**
+   * The same stack (backend and stack file) run from the sources of an earlier release of this
+   * repository (`git archive <commit>` and its build of the Envoy API descriptors), as a team
+   * rolling back checks that release out and sets it up. It runs
+   * with this checkout's node_modules, so the release must pin the same packages (checked).
+   */
+  atRelease(commit: string): PulumiWorkspace {
+    const git = (...args: string[]) => execFileSync("git", ["-C", repoRoot, ...args], { encoding: "utf8" });
+    try {
+      git("cat-file", "-e", `${commit}^{commit}`);
+    } catch {
+      throw new Error(`release ${commit} is not in this clone's history (a shallow clone? run git fetch --unshallow)`);
+    }
+    if (git("show", `${commit}:package-lock.json`) !== readFileSync(join(repoRoot, "package-lock.json"), "utf8"))
+      throw new Error(`release ${commit} pins other packages than this checkout (package-lock.json differs)`);
+    const sources = mkdtempSync(join(tmpdir(), "eg-release-"));
+    try {
+      git("archive", "--output", join(sources, "release.tar"), commit);
+      execFileSync("tar", ["-xf", "release.tar"], { cwd: sources });
+      rmSync(join(sources, "release.tar"));
+      // Its build step for what git does not hold (the Envoy API descriptors): from the cache.
+      execFileSync("bash", ["scripts/build-components.sh", "--only", "envoy-api"], { cwd: sources, stdio: "ignore" });
+      const release = new PulumiWorkspace({
+        ...this.options,
+        programDir: sources,
+        stack: this.stack,
+        backendDir: this.backendDir,
+      });
+      const stackFile = `Pulumi.${this.stack}.yaml`;
+      copyFileSync(join(this.programDir, stackFile), join(release.programDir, stackFile));
+      return release;
+    } finally {
+      rmSync(sources, { recursive: true, force: true });
+    }
   }
 
   /** Starts `pulumi ARGS` in the program directory and returns the process (the caller waits for it). */
