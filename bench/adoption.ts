@@ -1,7 +1,8 @@
 // Benchmark (not a test): adopting a running cluster (docs/adopting.md) on a fresh local
 // cluster, under load, and the requests sent and failed in each phase, side by side in
 // one run: the Services turned headless (dist/adopt), the adopting `pulumi up` with Envoy
-// beside NGINX, the cutover to Envoy, the way back to NGINX and forward again
+// beside NGINX, the cutover to Envoy, the way back to NGINX and forward again, this
+// program rolled back to its previous release and forward; then Envoy's upstream pools
 // (test/support/adoption.ts, which test/e2e/adoption.test.ts asserts on).
 //
 //   npx tsx bench/adoption.ts [--gateway-rate 60] [--client-rate 40] [--dns-grace 6s]
