@@ -24,6 +24,7 @@ const SERVICES: Record<string, { status: number; body: unknown }> = {
       spec: { clusterIP: "None" },
     },
   },
+  "/api/v1/namespaces/prod/services/bare": { status: 200, body: { kind: "Service" } },
   "/api/v1/namespaces/prod/services/locked": {
     status: 403,
     body: { kind: "Status", code: 403, message: 'services "locked" is forbidden' },
@@ -75,6 +76,11 @@ describe("liveService", () => {
     expect(live).toEqual({ type: "ClusterIP", clusterIP: "None", handingOver: true });
   });
 
+  it("reads a Service that has neither spec nor metadata as a plain ClusterIP Service", async () => {
+    const live = await liveService({ kubeconfig: kubeconfig("stack-token") }, "prod", "bare");
+    expect(live).toEqual({ type: "ClusterIP", clusterIP: undefined, handingOver: false });
+  });
+
   it("answers undefined for a Service the cluster does not have", async () => {
     await expect(liveService({ kubeconfig: kubeconfig("stack-token") }, "prod", "new")).resolves.toBeUndefined();
   });
@@ -91,9 +97,11 @@ describe("liveService", () => {
     vi.stubEnv("KUBECONFIG", join(dir, "config"));
     try {
       tokens.length = 0;
-      const live = await liveService({ namespace: "prod" }, "prod", "www");
+      const live = await liveService({ namespace: "prod", kubeconfig: { not: "text" } }, "prod", "www");
       expect(live?.clusterIP).toBe("10.0.0.12");
-      expect(tokens).toEqual(["ambient-token"]);
+      // No provider inputs at all (the default provider): the ambient kubeconfig too.
+      await liveService(undefined, "prod", "www");
+      expect(tokens).toEqual(["ambient-token", "ambient-token"]);
     } finally {
       vi.unstubAllEnvs();
     }
