@@ -823,7 +823,7 @@ describe("retries", () => {
           },
         },
       ],
-      host_selection_retry_max_attempts: 3,
+      host_selection_retry_max_attempts: 5,
     });
     for (const h of hosts()) expect(h.retry_policy, String(h.name)).toBe(policy);
     expect(gateway().xds["rds.yaml"]!.match(/reset-before-request/g)).toHaveLength(1);
