@@ -68,7 +68,7 @@ async function main(): Promise<number> {
   }));
   const kc = loadKubeConfig(kubeconfig);
   const listed = await listRoutedObjects(kc, config.devNamespaces.selector, ROUTED_SERVICE_SELECTOR);
-  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
+  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace, config.devNamespaces.protected);
   for (const [ns, services] of Object.entries(found.devNamespaces)) {
     for (const s of services) {
       if (typeof s !== "string")

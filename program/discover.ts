@@ -26,7 +26,7 @@ export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig
   } catch (e) {
     throw runError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
   }
-  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace);
+  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace, config.devNamespaces.protected);
   for (const p of [...found.problems, ...found.warnings]) void pulumi.log.warn(`${p.key} ${p.message}`);
   return found.devNamespaces;
 }

@@ -172,7 +172,7 @@ export async function discover(sync: SyncConfig): Promise<Discovered> {
     sync.config.devNamespaces.selector,
     ROUTED_SERVICE_SELECTOR,
   );
-  return discoverRoutes(listed.namespaces, listed.services, sync.config.namespace);
+  return discoverRoutes(listed.namespaces, listed.services, sync.config.namespace, sync.config.devNamespaces.protected);
 }
 
 /**

@@ -129,7 +129,12 @@ export function watchRoutes(
       reasons.push(why);
       await objects.synced;
     }
-    const found = discoverRoutes(objects.namespaces(), objects.services(), sync.config.namespace);
+    const found = discoverRoutes(
+      objects.namespaces(),
+      objects.services(),
+      sync.config.namespace,
+      sync.config.devNamespaces.protected,
+    );
     for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
     const now = new Date();
     const renderStart = Date.now();

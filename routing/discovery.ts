@@ -50,6 +50,24 @@ export function routedNamespaces(namespaces: readonly NamespaceObject[], product
 }
 
 /**
+ * The labelled namespaces that are never dev/PR namespaces, and why: the gateways' own (its
+ * Services are production routes) and the protected ones (the cluster's own, by default).
+ */
+export function refusedNamespaces(
+  namespaces: readonly NamespaceObject[],
+  productionNamespace: string,
+  protectedNamespaces: readonly string[],
+): { name: string; why: string }[] {
+  const names = namespaces.flatMap((ns) => (ns.metadata?.name ? [ns.metadata.name] : []));
+  return names.sort().flatMap((name) => {
+    if (name === productionNamespace)
+      return [{ name, why: "it is the gateways' own namespace, whose Services are production routes" }];
+    if (protectedNamespaces.includes(name)) return [{ name, why: "it is protected (devNamespaces.protected)" }];
+    return [];
+  });
+}
+
+/**
  * The dev/PR routing facts: for each routed namespace, its Services carrying
  * the routing labels grouped by logical service, with their versions and the
  * traffic shifts annotated on them. Weights are not facts: the routing table
@@ -59,9 +77,17 @@ export function discoverRoutes(
   namespaces: readonly NamespaceObject[],
   services: readonly ServiceObject[],
   productionNamespace: string,
+  protectedNamespaces: readonly string[] = [],
 ): Discovered {
-  const routed = new Set(routedNamespaces(namespaces, productionNamespace));
-  const problems: Problem[] = [];
+  const refused = refusedNamespaces(namespaces, productionNamespace, protectedNamespaces);
+  const problems: Problem[] = refused.map(({ name, why }) => ({
+    key: `Namespace ${name}`,
+    source: "namespaces",
+    message: `carries the dev routing label but is not routed: ${why}`,
+  }));
+  const routed = new Set(
+    routedNamespaces(namespaces, productionNamespace).filter((ns) => !refused.some((r) => r.name === ns)),
+  );
   const warnings: Problem[] = [];
   // namespace -> logical service -> its Services, one per version
   const grouped = new Map<string, Map<string, Grouped[]>>();

@@ -58,6 +58,9 @@ export const shift = z.strictObject({
   reversed: z.string({ error: "must be an RFC 3339 time such as 2026-11-30T10:00:00Z" }).optional(),
 });
 
+/** The cluster's own namespaces: never dev/PR namespaces (devNamespaces.protected's default). */
+export const PROTECTED_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"] as const;
+
 export const devNamespaces = z.strictObject({
   /** Label selector that marks namespaces whose services are routed as dev/PR routes. */
   selector: labelSelector.default("envoy-gateways.io/routes=dev"),
@@ -65,4 +68,9 @@ export const devNamespaces = z.strictObject({
   rateLimit: intIn(1, 1_000_000, "a whole number of requests per second").default(200),
   /** Upstream TLS to dev pods: verify (CA + client certificate, as production) or encrypt-only (no verification). */
   upstreamTls: z.enum(["verify", "encrypt-only"], { error: "must be verify or encrypt-only" }).default("verify"),
+  /**
+   * Namespaces never routed as dev/PR namespaces, even when labelled: refused by name in the
+   * sync's report, the others still routed. The gateways' own namespace is never one either.
+   */
+  protected: z.array(dnsLabel, { error: "must be a list of namespace names" }).default([...PROTECTED_NAMESPACES]),
 });

@@ -123,7 +123,12 @@ describe("stack config", () => {
       },
       services: [],
       shifts: [],
-      devNamespaces: { selector: "envoy-gateways.io/routes=dev", rateLimit: 200, upstreamTls: "verify" },
+      devNamespaces: {
+        selector: "envoy-gateways.io/routes=dev",
+        rateLimit: 200,
+        upstreamTls: "verify",
+        protected: ["kube-system", "kube-public", "kube-node-lease"],
+      },
       auth: {
         service: "auth",
         namespace: "default",
@@ -482,6 +487,20 @@ describe("stack config", () => {
       { upstreamTls: "none" },
       "envoy-gateways:devNamespaces.upstreamTls",
       /verify or encrypt-only/,
+    ],
+    [
+      "protected namespace not a name",
+      "devNamespaces",
+      { protected: ["kube-system", "Kube_Public"] },
+      "envoy-gateways:devNamespaces.protected[1]",
+      /must be a DNS label/,
+    ],
+    [
+      "protected namespaces not a list",
+      "devNamespaces",
+      { protected: "kube-system" },
+      "envoy-gateways:devNamespaces.protected",
+      /must be a list of namespace names/,
     ],
     [
       "auth path without slash",

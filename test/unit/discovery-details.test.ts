@@ -77,6 +77,27 @@ describe("routed namespaces", () => {
     ).toEqual(["pr-1", "pr-2", "pr-5", "pr-6"]);
   });
 
+  it("never include the gateways' own namespace or a protected one, each refused by name while the others are routed", () => {
+    const found = discoverRoutes(
+      [ns("pr-1"), ns("kube-system"), ns("default"), ns("kube-public")],
+      ["pr-1", "kube-system", "default", "kube-public"].map((n) => svc(n, "web", routed("web"))),
+      "default",
+      ["kube-system", "kube-public", "kube-node-lease"],
+    );
+    expect(Object.keys(found.devNamespaces)).toEqual(["pr-1"]);
+    expect(found.problems.map((p) => `${p.key}: ${p.message}`)).toEqual([
+      "Namespace default: carries the dev routing label but is not routed: it is the gateways' own namespace, whose Services are production routes",
+      "Namespace kube-public: carries the dev routing label but is not routed: it is protected (devNamespaces.protected)",
+      "Namespace kube-system: carries the dev routing label but is not routed: it is protected (devNamespaces.protected)",
+    ]);
+    // A stack can route one of them by leaving it out of the list.
+    const allowed = discoverRoutes([ns("kube-system")], [svc("kube-system", "web", routed("web"))], "default", []);
+    expect({ routed: Object.keys(allowed.devNamespaces), problems: allowed.problems }).toEqual({
+      routed: ["kube-system"],
+      problems: [],
+    });
+  });
+
   it("are listed with the routing label selector for Services", () => {
     expect(ROUTED_SERVICE_SELECTOR).toBe("envoy-gateways.io/service");
   });
