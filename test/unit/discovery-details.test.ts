@@ -79,12 +79,13 @@ describe("routed namespaces", () => {
 
   it("never include the gateways' own namespace or a protected one, each refused by name while the others are routed", () => {
     const found = discoverRoutes(
-      [ns("pr-1"), ns("kube-system"), ns("default"), ns("kube-public")],
+      [ns("pr-1"), ns("kube-system"), ns("default"), ns(), {}, ns("kube-public")],
       ["pr-1", "kube-system", "default", "kube-public"].map((n) => svc(n, "web", routed("web"))),
       "default",
       ["kube-system", "kube-public", "kube-node-lease"],
     );
     expect(Object.keys(found.devNamespaces)).toEqual(["pr-1"]);
+    expect(new Set(found.problems.map((p) => p.source))).toEqual(new Set(["namespaces"]));
     expect(found.problems.map((p) => `${p.key}: ${p.message}`)).toEqual([
       "Namespace default: carries the dev routing label but is not routed: it is the gateways' own namespace, whose Services are production routes",
       "Namespace kube-public: carries the dev routing label but is not routed: it is protected (devNamespaces.protected)",
