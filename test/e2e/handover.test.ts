@@ -51,7 +51,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await client?.stop();
-  await stack?.ws.dispose();
+  // Destroyed, not only forgotten: its update declared cluster-wide objects (the route-sync
+  // ClusterRole and binding) that the next stack on this cluster would find in its way.
+  await stack?.dispose();
   await w?.deleteNamespace(NAMESPACE);
 });
 
