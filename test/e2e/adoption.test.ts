@@ -110,7 +110,7 @@ describe("adopting a running cluster", () => {
         clusterIP: "None",
         uid: uids[name],
       });
-      expect(run.adoptOutput).toContain(
+      expect(run.outputs[0]).toContain(
         `Service ${NAMESPACE}/${name}: ClusterIP ${run.world.clusterIps[name]} -> headless, in place`,
       );
     }

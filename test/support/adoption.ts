@@ -7,7 +7,7 @@
 // (which prints it): each phase's duration, the requests sent and failed during it,
 // and Envoy's upstream connections at the end.
 import { clusterName } from "../../routing/names.js";
-import { describeFailures, GatewayClient, startLoad, type LoadResult } from "./gateway-client.js";
+import { describeFailures, GatewayClient, serverProduct, startLoad, type LoadResult } from "./gateway-client.js";
 import { gatewayMetrics } from "./gateway-metrics.js";
 import type { LocalCluster } from "./cluster.js";
 import { parsedLocalStackConfig } from "./local-stack.js";
@@ -65,9 +65,7 @@ export interface AdoptionRun {
   /** Each Envoy gateway pod's upstream pools to the routed hosts at the end, and the window's requests. */
   pools: UpstreamPool[];
   poolWindow: LoadResult;
-  /** Output of each `dist/adopt` run. */
-  adoptOutput: string;
-  /** What each phase's commands printed, in the order of `phases`. */
+  /** What each phase's commands printed (stdout and stderr), in the order of `phases`. */
   outputs: string[];
 }
 
@@ -115,7 +113,7 @@ export async function runAdoption(cluster: LocalCluster, o: AdoptionOptions): Pr
   const domain = stack.config.domain;
   const servedBy = async () => {
     const r = await client.request(`www.${domain}`, "/", { keepAlive: false });
-    return String(r.headers.server).split("/")[0]!;
+    return serverProduct(r) ?? "no Server header";
   };
   const batchUrl = `https://batch.${o.namespace}.svc.${stack.config.clusterDomain}/jobs`;
   await w.createClient(o.namespace, {
@@ -146,14 +144,12 @@ export async function runAdoption(cluster: LocalCluster, o: AdoptionOptions): Pr
     { rate: o.gatewayRate ?? 60, maxMs: 900_000, maxRequests: 100_000 },
   );
   const phases: PhaseFigures[] = [];
-  const adoptRuns: string[] = [];
   const outputs: string[] = [];
   const grace = o.dnsGrace ?? "6s";
   const adopt = async () => {
     const run = await stack.runScript("adopt", ["headless", "--dns-grace", grace]);
-    adoptRuns.push(run.stdout + run.stderr);
     if (run.code !== 0) throw new Error(`dist/adopt exited with ${run.code}:\n${run.stdout}${run.stderr}`);
-    return run.stdout;
+    return run.stdout + run.stderr;
   };
   const up = async (at = stack) => (await at.ws.ok(["up", "--yes", "--skip-preview"], 600_000)).stdout;
   let previous: ProgramStack | undefined;
@@ -217,7 +213,6 @@ export async function runAdoption(cluster: LocalCluster, o: AdoptionOptions): Pr
     tally,
     pools,
     poolWindow,
-    adoptOutput: adoptRuns.join("\n"),
     outputs,
   };
 }

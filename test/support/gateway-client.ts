@@ -271,8 +271,7 @@ export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOpt
               pod = undefined;
             }
           }
-          const server = r.headers.server ? String(r.headers.server).split("/")[0] : undefined;
-          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod, server });
+          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod, server: serverProduct(r) });
         },
         (e: Error & { gatewayPod?: string }) => {
           samples.push({ sent, done: now(), status: 0, via: e.gatewayPod, error: e.message });
@@ -288,6 +287,11 @@ export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOpt
     return { samples: sorted, failures: sorted.filter((s) => s.status !== 200), byPod };
   };
   return { t0, samples, now, stop: () => (stopped = true), result: run() };
+}
+
+/** The product in a response's Server header (`envoy`, `nginx`), without its version; undefined without one. */
+export function serverProduct(r: Pick<GatewayResponse, "headers">): string | undefined {
+  return r.headers.server ? String(r.headers.server).split("/")[0] : undefined;
 }
 
 /** startLoad() to its end. */
