@@ -80,11 +80,16 @@ afterAll(async () => {
 describe("Services through kube-proxy on the local node", () => {
   it("a ClusterIP Service answers on its cluster IP from the node, over every ready pod", async () => {
     expect(clusterIp).toMatch(/^10\.0\.0\.\d+$/);
-    // kube-proxy writes the rules shortly after the EndpointSlice has the ready pods.
-    await until("the cluster IP to answer", 30_000, () => get(clusterIp, UPSTREAM_PORT).then((r) => r.status === 200));
+    // kube-proxy writes the rules shortly after the EndpointSlice has the ready pods, and
+    // may write them once per pod that turns ready: wait for an endpoint chain per pod.
+    const ready = await w.pods(NAMESPACE, SERVICE);
+    const endpoints = ready.map((p) => `${NAMESPACE}/${SERVICE}/tcp/https__${p.status?.podIP}/${UPSTREAM_PORT}`);
+    await until("kube-proxy to send to every ready pod", 30_000, async () => {
+      const rules = await kubeProxyRules();
+      return endpoints.every((e) => rules.includes(e));
+    });
     const pods = await getMany(clusterIp, UPSTREAM_PORT, 40);
-    const ready = (await w.pods(NAMESPACE, SERVICE)).map((p) => p.metadata?.name);
-    expect([...pods.keys()].sort()).toEqual(ready.sort());
+    expect([...pods.keys()].sort()).toEqual(ready.map((p) => p.metadata?.name).sort());
     expect(await kubeProxyRules()).toContain(`${clusterIp} . tcp . ${UPSTREAM_PORT}`);
   });
 
