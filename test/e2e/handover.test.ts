@@ -4,7 +4,8 @@
 // the gateway's node port resolving `www` per request; an in-cluster client with pooled
 // connections to `www`'s cluster IP). No request fails, the Service is never deleted
 // (same uid), and nothing of the hand-over is left behind. Before it, the policy pack
-// blocks the plain `pulumi up` that would replace the live ClusterIP Service.
+// blocks the plain `pulumi up` that would replace the live ClusterIP Service. After it,
+// the adopting `pulumi up` and the cutover's are SIGKILLed mid-update and run again.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HANDOVER_ANNOTATION, HANDOVER_LABEL } from "../../adoption/handover.js";
@@ -50,7 +51,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await client?.stop();
-  await stack?.ws.dispose();
+  // Destroyed, not only forgotten: its update declared cluster-wide objects (the route-sync
+  // ClusterRole and binding) that the next stack on this cluster would find in its way.
+  await stack?.dispose();
   await w?.deleteNamespace(NAMESPACE);
 });
 
@@ -66,6 +69,27 @@ function adoptKilledAt(step: string): Promise<string> {
       if (out.includes(step)) child.kill("SIGKILL");
     });
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.on("error", reject);
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+  });
+}
+
+/** Runs `pulumi up` and SIGKILLs it as soon as its output matches `at`; its output. */
+function upKilledAt(at: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = stack.ws.spawn(["up", "--yes", "--skip-preview"]);
+    child.stdin.end();
+    let out = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
+    const take = (d: Buffer) => {
+      out += d.toString();
+      if (at.test(out)) child.kill("SIGKILL");
+    };
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
     child.on("error", reject);
     child.on("close", () => {
       clearTimeout(timer);
@@ -152,4 +176,55 @@ describe("a hand-over to headless, killed and resumed", () => {
     expect(run.stdout).toContain(`Service ${NAMESPACE}/${SERVICE}: already headless, nothing to do`);
     expect(run.stdout).not.toContain("DNS grace");
   });
+});
+
+describe("the adopting pulumi up and the cutover, killed and resumed", () => {
+  it("each resumes after a SIGKILL mid-update (pulumi cancel, refresh, up), and no request fails", async () => {
+    // What the platform team writes for step 2 (docs/adopting.md): the old world's Deployment
+    // stays its own, the existing objects are adopted, the gateway Service keeps NGINX.
+    await stack.ws.ok(["config", "rm", "--path", "services[0].image"]);
+    await stack.ws.ok(["config", "set", "--path", "adoptExisting", "true"]);
+    await stack.ws.ok(["config", "set", "--path", "gateways.gateway.service.servedBy.app", "gateway-nginx"]);
+    const load = startLoad(() => client.request(`${SERVICE}.${stack.config.domain}`, "/", { timeoutMs: 5000 }), {
+      rate: 40,
+      maxMs: 600_000,
+      maxRequests: 24_000,
+    });
+    const server = async () =>
+      String((await client.request(`${SERVICE}.${stack.config.domain}`, "/", { keepAlive: false })).headers.server);
+    // A killed update leaves the stack locked and its operations pending: the resume lifts the lock,
+    // refreshes the state from the cluster (dropping the creates it never recorded: the next update
+    // applies them again over what the killed one left), then runs the update again (docs/adopting.md).
+    const resume = async () =>
+      (await stack.ws.ok(["cancel", "--yes"])).stdout +
+      (await stack.ws.ok(["refresh", "--clear-pending-creates", "--yes", "--skip-preview"], 600_000)).stdout +
+      (await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000)).stdout;
+    const runs: string[] = [];
+    const served: string[] = [];
+    try {
+      // Killed while the Envoy gateway's Deployment is being created (not ready yet).
+      runs.push(await upKilledAt(/Deployment\s+gateway\s+creating/));
+      runs.push(await resume());
+      served.push(await server());
+      // The cutover, killed as the gateway Service's update starts.
+      await stack.ws.ok(["config", "rm", "--path", "gateways.gateway.service.servedBy"]);
+      runs.push(await upKilledAt(/Service\s+gateway\s+updating/));
+      runs.push(await resume());
+      served.push(await server());
+      await new Promise((r) => setTimeout(r, 3000));
+    } finally {
+      load.stop();
+    }
+    const result = await load.result;
+    console.log(runs.map((r, i) => `pulumi up ${i + 1}:\n${r.trim()}`).join("\n"));
+    console.log(`through the gateway's node port: ${describeFailures(result)}`);
+    expect(runs[0]).toMatch(/Deployment\s+gateway\s+creating/);
+    expect(runs[2]).toMatch(/Service\s+gateway\s+updating/);
+    expect(served.map((s) => s.split("/")[0])).toEqual(["nginx", "envoy"]);
+    expect(describeFailures(result)).toBe(`0 of ${result.samples.length} failed`);
+    expect(runs[3]).not.toContain("pending operations");
+    const preview = await stack.ws.ok(["preview", "--expect-no-changes", "--diff"], 300_000);
+    expect(preview.stdout).not.toMatch(/[~+-]\s+kubernetes:/);
+    expect(preview.stdout + preview.stderr).not.toContain("pending operations");
+  }, 900_000);
 });
