@@ -160,7 +160,11 @@ export function declareStack(
   }
   new RouteSyncAccess(
     "route-sync",
-    { namespace: config.namespace, configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name) },
+    {
+      namespace: config.namespace,
+      configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name),
+      gateways: [...GATEWAYS],
+    },
     { provider },
   );
   return { gateways, routes, gatewayResources, services };

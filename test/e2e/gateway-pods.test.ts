@@ -6,9 +6,12 @@
 // kubelet projects them, the pod's resolv.conf, CoreDNS), to the stand-in pods
 // of headless Services. Every load loop is bounded in count and time; figures
 // (recovery times, shares) are printed, not asserted.
+import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { annotatePods, labelSelector } from "../../kube/client.js";
+import { gatewayPodLabels, XDS_DIGEST_ANNOTATION } from "../../routing/labels.js";
 import { applySecret, AUTH_TOKEN, WorkloadPki } from "../support/local-stack.js";
 import {
   describeFailures,
@@ -415,5 +418,116 @@ describe("a service pod killed under load", () => {
       r.failures.filter((f) => f.sent > servingAt),
       "failures after the pod answered again",
     ).toEqual([]);
+  });
+});
+
+// RBAC cannot narrow a pod patch, and the gateways' namespace holds the production pods
+// too: the admission policy the program declares next to the Role lets the route-sync
+// identity's pod patches through only when they set the xDS digest on a gateway pod.
+// Checked as that identity (a token of its ServiceAccount), on the real API server.
+describe("the route-sync identity on the real API server", () => {
+  const POLICY = "ValidatingAdmissionPolicy 'envoy-gateways-route-sync-pods-default'";
+  let as: KubeConfig;
+  let core: CoreV1Api;
+
+  beforeAll(async () => {
+    const admin = new KubeConfig();
+    admin.loadFromFile(cluster.kubeconfig);
+    const token = (
+      await w.core.createNamespacedServiceAccountToken({
+        name: "envoy-gateways-route-sync",
+        namespace: "default",
+        body: { spec: { audiences: [], expirationSeconds: 600 } },
+      })
+    ).status!.token;
+    as = new KubeConfig();
+    as.loadFromOptions({
+      clusters: [{ ...admin.getCurrentCluster()!, name: "local" }],
+      users: [{ name: "route-sync", token }],
+      contexts: [{ name: "route-sync", cluster: "local", user: "route-sync" }],
+      currentContext: "route-sync",
+    });
+    core = as.makeApiClient(CoreV1Api);
+  });
+
+  /** What the API server answers the identity's patch: "allowed", or the status and message of the refusal. */
+  async function answer(
+    name: string,
+    body: object,
+    strategy: PatchStrategy = PatchStrategy.MergePatch,
+  ): Promise<string> {
+    try {
+      await core.patchNamespacedPod({ name, namespace: "default", body }, setHeaderOptions("Content-Type", strategy));
+      return "allowed";
+    } catch (e) {
+      if (!(e instanceof ApiException)) throw e;
+      return `${e.code} ${(JSON.parse(String(e.body)) as { message: string }).message}`;
+    }
+  }
+
+  it("sets the xDS digest on the gateway pods as the routes resource does, and nothing else there", async () => {
+    const gatewayPods = await w.pods("default", "gateway");
+    const before = new Map(
+      gatewayPods.map((p) => [p.metadata!.name!, p.metadata?.annotations?.[XDS_DIGEST_ANNOTATION]]),
+    );
+    const patched = await annotatePods(as, "default", labelSelector(gatewayPodLabels("gateway")), {
+      [XDS_DIGEST_ANNOTATION]: "e2e-check",
+    });
+    expect(patched).toBe(gatewayPods.length);
+    for (const p of await w.pods("default", "gateway")) {
+      expect(p.metadata?.annotations?.[XDS_DIGEST_ANNOTATION]).toBe("e2e-check");
+      // Back to what the routes resource wrote, as the same identity.
+      const digest = before.get(p.metadata!.name!);
+      expect(await answer(p.metadata!.name!, { metadata: { annotations: { [XDS_DIGEST_ANNOTATION]: digest } } })).toBe(
+        "allowed",
+      );
+    }
+  });
+
+  it("is refused a gateway pod's image, labels or another annotation, any other pod, and every other verb", async () => {
+    const [gw] = await w.pods("default", "gateway");
+    const [www] = await w.pods("default", "www");
+    const name = gw!.metadata!.name!;
+    const container = gw!.spec!.containers[0]!;
+    const only = `the route-sync identity may only set the ${XDS_DIGEST_ANNOTATION} annotation on the gateway pods`;
+    expect(
+      await answer(
+        name,
+        { spec: { containers: [{ name: container.name, image: "registry.example/evil:1" }] } },
+        PatchStrategy.StrategicMergePatch,
+      ),
+    ).toBe(
+      `403 pods "${name}" is forbidden: ${POLICY} with binding 'envoy-gateways-route-sync-pods-default' denied request: ${only}; its spec, labels, owners and finalizers stay as they are`,
+    );
+    expect(await answer(name, { metadata: { labels: { "e2e-check": "x" } } })).toContain(
+      `${only}; its spec, labels, owners and finalizers stay as they are`,
+    );
+    expect(await answer(name, { metadata: { annotations: { "e2e-check/other": "x" } } })).toContain(
+      `${only}; no other annotation changes`,
+    );
+    const wwwName = www!.metadata!.name!;
+    expect(await answer(wwwName, { metadata: { annotations: { [XDS_DIGEST_ANNOTATION]: "e2e-check" } } })).toContain(
+      `${POLICY} with binding 'envoy-gateways-route-sync-pods-default' denied request: ${only}; ${wwwName} is not one`,
+    );
+    // RBAC: no pod patch outside the gateways' namespace, no delete, no Secret.
+    const [dev] = await w.pods("pr-pods", "batch");
+    await expect(
+      core.patchNamespacedPod(
+        { name: dev!.metadata!.name!, namespace: "pr-pods", body: { metadata: { annotations: { a: "b" } } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      ),
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(core.deleteNamespacedPod({ name, namespace: "default" })).rejects.toMatchObject({ code: 403 });
+    await expect(core.listNamespacedSecret({ namespace: "default" })).rejects.toMatchObject({ code: 403 });
+    // Nothing of it reached the pods.
+    const after = await w.core.readNamespacedPod({ name, namespace: "default" });
+    expect(after.spec!.containers[0]!.image).toBe(container.image);
+    expect(after.metadata?.labels).toEqual(gw!.metadata?.labels);
+    expect(after.metadata?.annotations?.["e2e-check/other"]).toBeUndefined();
+    expect(
+      (await w.core.readNamespacedPod({ name: wwwName, namespace: "default" })).metadata?.annotations?.[
+        XDS_DIGEST_ANNOTATION
+      ],
+    ).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { EnvoyGateway, bootstrapConfigMapName, drainCommand } from "../../components/envoy-gateway.js";
 import { HeadlessService } from "../../components/headless-service.js";
-import { RouteSyncAccess } from "../../components/route-sync-access.js";
+import { fromSubjects, RouteSyncAccess } from "../../components/route-sync-access.js";
 import { parseStackConfig } from "../../routing/config/load.js";
 import type { GatewayName } from "../../routing/config/schema.js";
 import { renderGateway } from "../../routing/render.js";
@@ -538,7 +538,8 @@ describe("a routed service's headless Service", () => {
 describe("the route-sync identity's access", () => {
   it("lists and watches namespaces and Services, and writes only the named ConfigMaps and the gateway pods, bound to its ServiceAccount", async () => {
     const { resources } = await declaring(
-      () => new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: ["gateway-xds"] }),
+      () =>
+        new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: ["gateway-xds"], gateways: ["gateway"] }),
     );
     const labels = { "app.kubernetes.io/managed-by": "envoy-gateways", "app.kubernetes.io/component": "route-sync" };
     const subjects = [{ kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: "edge" }];
@@ -548,23 +549,24 @@ describe("the route-sync identity's access", () => {
       labels,
     });
     expect(
-      named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs,
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover-edge").inputs,
     ).toEqual({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
-      metadata: { name: "envoy-gateways-route-sync-discover", labels },
+      metadata: { name: "envoy-gateways-route-sync-discover-edge", labels },
       rules: [{ apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] }],
     });
     expect(
-      named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover").inputs,
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover-edge")
+        .inputs,
     ).toEqual({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
-      metadata: { name: "envoy-gateways-route-sync-discover", labels },
+      metadata: { name: "envoy-gateways-route-sync-discover-edge", labels },
       roleRef: {
         apiGroup: "rbac.authorization.k8s.io",
         kind: "ClusterRole",
-        name: "envoy-gateways-route-sync-discover",
+        name: "envoy-gateways-route-sync-discover-edge",
       },
       subjects,
     });
@@ -591,14 +593,88 @@ describe("the route-sync identity's access", () => {
   it("binds other subjects instead when given", async () => {
     const ci = [{ kind: "User", name: "ci@example.org", apiGroup: "rbac.authorization.k8s.io" }];
     const { resources } = await declaring(
-      () => new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: [], subjects: ci }),
+      () =>
+        new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: [], gateways: ["gateway"], subjects: ci }),
     );
     expect(
-      named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover").inputs
-        .subjects,
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover-edge")
+        .inputs.subjects,
     ).toEqual(ci);
     expect(
       named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "envoy-gateways-route-sync-write").inputs.subjects,
     ).toEqual(ci);
+  });
+
+  it("lets its pod patches through an admission policy on the gateways' namespace, bound before the Role that grants them", async () => {
+    const { resources, options } = await declaring(
+      () =>
+        new RouteSyncAccess("route-sync", {
+          namespace: "edge",
+          configMaps: [],
+          gateways: ["gateway", "internal-gateway"],
+        }),
+    );
+    const name = "envoy-gateways-route-sync-pods-edge";
+    const policy = named(resources, "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", name).inputs.spec;
+    expect(policy.failurePolicy).toBe("Fail");
+    expect(policy.matchConstraints).toEqual({
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "edge" } },
+      resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods"] }],
+    });
+    expect(policy.matchConditions).toEqual([
+      {
+        name: "route-sync-identity",
+        expression: 'request.userInfo.username == "system:serviceaccount:edge:envoy-gateways-route-sync"',
+      },
+    ]);
+    const [gatewayPod, unchanged, annotations] = policy.validations.map((v: { expression: string }) => v.expression);
+    expect(gatewayPod).toBe(
+      'variables.labels[?"app.kubernetes.io/component"].orValue("") == "gateway" && ' +
+        'variables.labels[?"app.kubernetes.io/name"].orValue("") in ["gateway","internal-gateway"]',
+    );
+    expect(unchanged).toContain("object.spec == oldObject.spec");
+    expect(annotations).toContain('filter(k, k != "envoy-gateways.io/xds-digest")');
+    expect(policy.validations.map((v: { reason: string }) => v.reason)).toEqual([
+      "Forbidden",
+      "Forbidden",
+      "Forbidden",
+    ]);
+    expect(
+      named(resources, "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", name).inputs.spec,
+    ).toEqual({ policyName: name, validationActions: ["Deny"] });
+    const dependsOn = optionsOf(options, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "route-sync-write")
+      .dependsOn as pulumi.Resource[];
+    expect(await Promise.all(dependsOn.map((r) => value(r.urn)))).toEqual([
+      expect.stringMatching(/ValidatingAdmissionPolicyBinding::route-sync-pods$/),
+    ]);
+  });
+
+  it("recognises each kind of subject RBAC binds in the policy's condition on the request", async () => {
+    const condition = await value(
+      fromSubjects([
+        { kind: "ServiceAccount", name: "sync", namespace: "ci" },
+        { kind: "User", name: "ci@example.org", apiGroup: "rbac.authorization.k8s.io" },
+        { kind: "Group", name: "ci-runners", apiGroup: "rbac.authorization.k8s.io" },
+      ]),
+    );
+    expect(condition).toBe(
+      'request.userInfo.username == "system:serviceaccount:ci:sync" || ' +
+        'request.userInfo.username == "ci@example.org" || "ci-runners" in request.userInfo.groups',
+    );
+  });
+
+  it("names its cluster-wide objects after the gateways' namespace, so two stacks on one cluster do not share them", async () => {
+    const { resources } = await declaring(() => [
+      new RouteSyncAccess("prod", { namespace: "edge", configMaps: [], gateways: ["gateway"] }),
+      new RouteSyncAccess("dev", { namespace: "edge-dev", configMaps: [], gateways: ["gateway"] }),
+    ]);
+    const clusterWide = (type: string) =>
+      of(resources, `rbac.authorization.k8s.io/v1:${type}`).map((r) => r.inputs.metadata.name);
+    const names = ["envoy-gateways-route-sync-discover-edge", "envoy-gateways-route-sync-discover-edge-dev"];
+    expect(clusterWide("ClusterRole")).toEqual(names);
+    expect(clusterWide("ClusterRoleBinding")).toEqual(names);
+    expect(of(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding").map((r) => r.inputs.roleRef.name)).toEqual(
+      names,
+    );
   });
 });

@@ -319,7 +319,8 @@ describe("routes and route-sync access", () => {
   it("declares least-privilege RBAC for the route-sync identity", async () => {
     const { resources } = await run(rawStack("dev"));
     expect(
-      named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover").inputs.rules,
+      named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", "envoy-gateways-route-sync-discover-default").inputs
+        .rules,
     ).toEqual([{ apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] }]);
     expect(
       named(resources, "rbac.authorization.k8s.io/v1:Role", "envoy-gateways-route-sync-write").inputs.rules,
