@@ -67,6 +67,54 @@ describe("sync-routes", () => {
     }
   });
 
+  it("refuses the protected and the gateways' own namespaces by name when they carry the dev label, and routes the others", async () => {
+    const core = stack.core();
+    const label = (name: string, value: string | null) =>
+      core.patchNamespace(
+        { name, body: { metadata: { labels: { [DEV]: value } } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    const probe = {
+      metadata: {
+        name: "e2e-protected",
+        labels: routingLabels({ service: "e2e-protected", weight: 100, replicas: 2, websocket: false }),
+      },
+      spec: {
+        clusterIP: "None",
+        selector: { app: "e2e-protected" },
+        ports: [{ name: "https", port: 443, targetPort: 443 }],
+      },
+    };
+    try {
+      for (const ns of ["kube-system", "default"]) {
+        await label(ns, "dev");
+        await core.createNamespacedService({ namespace: ns, body: probe });
+      }
+      await devNamespace("pr-e2e-p", ["notes"]);
+      const r = await syncRoutes();
+      expect(r.code, r.stderr).toBe(0);
+      const out = r.stdout + r.stderr;
+      expect(out).toContain(
+        "Namespace default carries the dev routing label but is not routed: it is the gateways' own namespace, whose Services are production routes",
+      );
+      expect(out).toContain(
+        "Namespace kube-system carries the dev routing label but is not routed: it is protected (devNamespaces.protected)",
+      );
+      expect(r.stdout).toContain("+ pr-e2e-p/notes on gateway: https://internal.dev.example.org/pr-e2e-p/notes");
+      for (const gateway of ["gateway", "internal-gateway"]) {
+        const data = await xds(gateway);
+        expect(data["rds.yaml"]).toContain(routeOf("pr-e2e-p", "notes"));
+        expect(data["rds.yaml"]).not.toContain("e2e-protected");
+        expect(data["cds.yaml"]).not.toContain("e2e-protected");
+      }
+    } finally {
+      for (const ns of ["kube-system", "default"]) {
+        await label(ns, null);
+        await core.deleteNamespacedService({ name: "e2e-protected", namespace: ns }).catch(() => undefined);
+      }
+    }
+  });
+
   it("ignores a namespace without the routing label: nothing to change, and no engine run (no lock, no history entry)", async () => {
     await devNamespace("plain-e2e", ["batch"], false);
     const history = async () =>
