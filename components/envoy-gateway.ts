@@ -156,6 +156,13 @@ export function gatewayLabels(gateway: string): Record<string, string> {
 
 const podLabels = gatewayPodLabels;
 
+/**
+ * The user and group Envoy runs as: above 10000, so no user of the node shares it (the
+ * Envoy image's own `envoy` user is 101, which kube-score and checkov flag). Envoy needs no
+ * name for it; the projected files are readable through fsGroup.
+ */
+export const ENVOY_UID = 10101;
+
 /** Checksum of the bootstrap: part of the pod template, so a bootstrap change rolls the pods; xDS changes do not. */
 export function bootstrapChecksum(files: GatewayFiles): string {
   return dataDigest(files.bootstrap);
@@ -204,9 +211,9 @@ function deploymentSpec(
         terminationGracePeriodSeconds: drain + 15,
         securityContext: {
           runAsNonRoot: true,
-          runAsUser: 101,
-          runAsGroup: 101,
-          fsGroup: 101,
+          runAsUser: ENVOY_UID,
+          runAsGroup: ENVOY_UID,
+          fsGroup: ENVOY_UID,
           seccompProfile: { type: "RuntimeDefault" },
         },
         affinity: {
@@ -270,7 +277,7 @@ function deploymentSpec(
             lifecycle: { preStop: { exec: { command: drainCommand(ports.admin, drain) } } },
             securityContext: {
               runAsNonRoot: true,
-              runAsUser: 101,
+              runAsUser: ENVOY_UID,
               allowPrivilegeEscalation: false,
               readOnlyRootFilesystem: true,
               privileged: false,

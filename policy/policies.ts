@@ -351,6 +351,9 @@ export function hardeningGaps(pod: Record<string, any>, c: Record<string, any>):
   const sc = c.securityContext ?? {};
   const gaps: string[] = [];
   if ((sc.runAsNonRoot ?? podSc.runAsNonRoot) !== true) gaps.push("runAsNonRoot: true");
+  // A low UID may be a user of the node (kube-score and checkov flag it): above 10000, and explicit.
+  const uid: unknown = sc.runAsUser ?? podSc.runAsUser;
+  if (typeof uid !== "number" || uid <= 10000) gaps.push("runAsUser above 10000");
   if (sc.readOnlyRootFilesystem !== true) gaps.push("readOnlyRootFilesystem: true");
   if (sc.allowPrivilegeEscalation !== false) gaps.push("allowPrivilegeEscalation: false");
   if (sc.privileged === true) gaps.push("privileged: false");
@@ -367,7 +370,7 @@ export function hardeningGaps(pod: Record<string, any>, c: Record<string, any>):
 export const gatewayPodsHardened: ResourceValidationPolicy = {
   name: "gateway-pods-hardened",
   description:
-    "Gateway pods face the internet: non-root, read-only root filesystem, no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, CPU and memory requests and limits.",
+    "Gateway pods face the internet: non-root with a UID above 10000, read-only root filesystem, no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, CPU and memory requests and limits.",
   enforcementLevel: "mandatory",
   configSchema,
   validateResource: (args, report) => {

@@ -164,19 +164,19 @@ describe("an Envoy gateway", () => {
     expect(defaults.containers[0].args.slice(8, 10)).toEqual(["--drain-time-s", "30"]);
   });
 
-  it("runs as user 101 without privileges, on a read-only root with a small in-memory /tmp", async () => {
+  it("runs as user 10101 (above 10000) without privileges, on a read-only root with a small in-memory /tmp", async () => {
     const { resources, files } = await gateway();
     const p = pod(resources).spec;
     expect(p.securityContext).toEqual({
       runAsNonRoot: true,
-      runAsUser: 101,
-      runAsGroup: 101,
-      fsGroup: 101,
+      runAsUser: 10101,
+      runAsGroup: 10101,
+      fsGroup: 10101,
       seccompProfile: { type: "RuntimeDefault" },
     });
     expect(p.containers[0].securityContext).toEqual({
       runAsNonRoot: true,
-      runAsUser: 101,
+      runAsUser: 10101,
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
       privileged: false,

@@ -374,6 +374,7 @@ describe("the image policies, in detail", () => {
 describe("gateway-pods-hardened, in detail", () => {
   const hardened = () => ({
     runAsNonRoot: true,
+    runAsUser: 10001,
     readOnlyRootFilesystem: true,
     allowPrivilegeEscalation: false,
     capabilities: { drop: ["ALL"] },
@@ -401,6 +402,25 @@ describe("gateway-pods-hardened, in detail", () => {
         { securityContext: { ...hardened(), seccompProfile: undefined }, resources },
       ),
     ).toEqual(["seccompProfile.type: RuntimeDefault"]);
+    // The user: above 10000, the container's before the pod's, and explicit (an image's USER is unseen here).
+    expect(hardeningGaps({}, { securityContext: { ...hardened(), runAsUser: 10000 }, resources })).toEqual([
+      "runAsUser above 10000",
+    ]);
+    expect(
+      hardeningGaps(
+        { securityContext: { runAsUser: 20000 } },
+        { securityContext: { ...hardened(), runAsUser: 101 }, resources },
+      ),
+    ).toEqual(["runAsUser above 10000"]);
+    expect(
+      hardeningGaps(
+        { securityContext: { runAsUser: 10001 } },
+        { securityContext: { ...hardened(), runAsUser: undefined }, resources },
+      ),
+    ).toEqual([]);
+    expect(hardeningGaps({}, { securityContext: { ...hardened(), runAsUser: "10001" }, resources })).toEqual([
+      "runAsUser above 10000",
+    ]);
     expect(
       hardeningGaps(
         {},
@@ -412,6 +432,7 @@ describe("gateway-pods-hardened, in detail", () => {
     ).toEqual(["capabilities.drop: [ALL]", "resources.requests.memory", "resources.limits.cpu"]);
     expect(hardeningGaps({}, {})).toEqual([
       "runAsNonRoot: true",
+      "runAsUser above 10000",
       "readOnlyRootFilesystem: true",
       "allowPrivilegeEscalation: false",
       "capabilities.drop: [ALL]",
@@ -460,7 +481,7 @@ describe("gateway-pods-hardened, in detail", () => {
       ),
     ).toBe(0);
     expect(runResource(gatewayPodsHardened, workload({}, undefined, "envoyproxy/envoy:v1.40.0")).violations[1]).toBe(
-      "Deployment edge/w container b is missing runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities.drop: [ALL], seccompProfile.type: RuntimeDefault, resources.requests.cpu, resources.requests.memory, resources.limits.cpu, resources.limits.memory.",
+      "Deployment edge/w container b is missing runAsNonRoot: true, runAsUser above 10000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities.drop: [ALL], seccompProfile.type: RuntimeDefault, resources.requests.cpu, resources.requests.memory, resources.limits.cpu, resources.limits.memory.",
     );
   });
 });

@@ -317,7 +317,7 @@ describe("gateway-pods-hardened", () => {
         template: {
           metadata: { labels: { "app.kubernetes.io/name": "gateway", "app.kubernetes.io/component": "gateway" } },
           spec: {
-            securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+            securityContext: { runAsNonRoot: true, runAsUser: 10101, seccompProfile: { type: "RuntimeDefault" } },
             containers: [
               {
                 name: "envoy",
@@ -336,7 +336,7 @@ describe("gateway-pods-hardened", () => {
     },
   });
 
-  it("passes a hardened gateway (pod-level non-root and seccomp are inherited)", () => {
+  it("passes a hardened gateway (pod-level non-root, user and seccomp are inherited)", () => {
     expect(runResource(gatewayPodsHardened, hardened())).toEqual({ violations: [] });
   });
 
@@ -347,7 +347,7 @@ describe("gateway-pods-hardened", () => {
     delete (c.resources as any).limits;
     d.props.spec.template.spec.securityContext = {} as any;
     expect(runResource(gatewayPodsHardened, d).violations).toEqual([
-      "Deployment default/gateway container envoy is missing runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities.drop: [ALL], seccompProfile.type: RuntimeDefault, resources.limits.cpu, resources.limits.memory.",
+      "Deployment default/gateway container envoy is missing runAsNonRoot: true, runAsUser above 10000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities.drop: [ALL], seccompProfile.type: RuntimeDefault, resources.limits.cpu, resources.limits.memory.",
     ]);
   });
 
