@@ -108,6 +108,17 @@ describe("routing through the gateway pod", () => {
     expect((await gateway.request(`nothing.${DOMAIN}`, "/")).status).toBe(404);
   });
 
+  it("runs each gateway pod's Envoy as user and group 10101 on the node, not the image's 101", async () => {
+    const pods = [...(await podNames("default", "gateway")), ...(await podNames("default", "internal-gateway"))];
+    const { stdout } = await run("ps", ["-eo", "uid=,gid=,args="]);
+    const envoys = stdout
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f[2] === "/usr/local/bin/envoy" && pods.includes(f[f.indexOf("--service-node") + 1] ?? ""));
+    expect(envoys.map((f) => f[f.indexOf("--service-node") + 1]).sort()).toEqual(pods.sort());
+    expect(new Set(envoys.map((f) => `${f[0]}:${f[1]}`))).toEqual(new Set(["10101:10101"]));
+  });
+
   it("sends dev/PR routes through ext_authz: no credentials is a 302 to the login page, credentials reach the namespace's pod with the path kept", async () => {
     const denied = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs?limit=5");
     expect(denied.status).toBe(302);
@@ -352,6 +363,36 @@ describe("a gateway rollout", () => {
     expect(await checksum()).not.toBe(before);
     expect(r.failures, describeFailures(r)).toEqual([]);
     for (const p of [...old, ...fresh]) expect(via.has(p), `no request went through ${p}`).toBe(true);
+  });
+});
+
+// The autoscaler owns the gateway's replica count once it has scaled it: the Deployment
+// declares the count only when it is created (ignoreChanges on spec.replicas). The real
+// HorizontalPodAutoscaler controller scales here without metrics: below its minimum, it
+// scales to the minimum.
+describe("the autoscaler's count across pulumi up", () => {
+  it("keeps the count the autoscaler set when a pulumi up changes the Deployment", async () => {
+    const deployment = () => w.apps.readNamespacedDeployment({ name: "gateway", namespace: "default" });
+    const minimum = (minReplicas: number) =>
+      w.autoscaling.patchNamespacedHorizontalPodAutoscaler(
+        { name: "gateway", namespace: "default", body: { spec: { minReplicas } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    const declared = (await deployment()).spec!.replicas!;
+    const scaled = declared + 1;
+    await minimum(scaled);
+    await until(`the autoscaler to scale gateway to ${scaled}`, 120_000, async () =>
+      (await deployment()).spec?.replicas === scaled ? true : undefined,
+    );
+    // Its minimum back as the stack declares it: from here the autoscaler leaves the count alone.
+    await minimum(declared);
+    const before = (await deployment()).spec!.template.metadata!.annotations!["envoy-gateways.io/bootstrap-checksum"];
+    await stack.ws.ok(["config", "set", "--path", "envoy-gateways:edge.idleTimeout", "45m"]);
+    await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
+    const after = await deployment();
+    expect(after.spec!.template.metadata!.annotations!["envoy-gateways.io/bootstrap-checksum"]).not.toBe(before);
+    expect(after.spec!.replicas).toBe(scaled);
+    await w.waitReady("default", "gateway", scaled);
   });
 });
 

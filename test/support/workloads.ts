@@ -5,6 +5,7 @@
 // pods, pods gone) by reading the API.
 import {
   AppsV1Api,
+  AutoscalingV2Api,
   CoreV1Api,
   KubeConfig,
   PatchStrategy,
@@ -65,6 +66,7 @@ export interface ClientTally {
 export class Workloads {
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
+  readonly autoscaling: AutoscalingV2Api;
   private readonly pki: WorkloadPki;
 
   constructor(readonly cluster: LocalCluster) {
@@ -72,6 +74,7 @@ export class Workloads {
     kc.loadFromFile(cluster.kubeconfig);
     this.core = kc.makeApiClient(CoreV1Api);
     this.apps = kc.makeApiClient(AppsV1Api);
+    this.autoscaling = kc.makeApiClient(AutoscalingV2Api);
     this.pki = new WorkloadPki(cluster);
   }
 
