@@ -1,6 +1,7 @@
 // EnvoyGateway: one Envoy gateway (gateway or internal-gateway) and
 // everything it needs in the cluster.
 import { adoptionAnnotations, adoptionNote, noteAt, servedByNote } from "./adoption.js";
+import { spreadAcrossNodes } from "./placement.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { gatewayPodsService, type GatewayName, type GatewaySettings } from "../routing/config/schema.js";
@@ -216,27 +217,7 @@ function deploymentSpec(
           fsGroup: ENVOY_UID,
           seccompProfile: { type: "RuntimeDefault" },
         },
-        affinity: {
-          podAntiAffinity: {
-            preferredDuringSchedulingIgnoredDuringExecution: [
-              {
-                weight: 100,
-                podAffinityTerm: {
-                  topologyKey: "kubernetes.io/hostname",
-                  labelSelector: { matchLabels: podLabels(args.gateway) },
-                },
-              },
-            ],
-          },
-        },
-        topologySpreadConstraints: [
-          {
-            maxSkew: 1,
-            topologyKey: "topology.kubernetes.io/zone",
-            whenUnsatisfiable: "ScheduleAnyway",
-            labelSelector: { matchLabels: podLabels(args.gateway) },
-          },
-        ],
+        ...spreadAcrossNodes(podLabels(args.gateway)),
         containers: [
           {
             name: "envoy",

@@ -5,8 +5,11 @@
 import { adoptionAnnotations, adoptionNote, noteAt } from "./adoption.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import type { ContainerResources } from "../routing/config/primitives.js";
+import { SERVICE_RESOURCES } from "../routing/config/services.js";
 import { LABEL, MANAGED_BY, routingLabels } from "../routing/labels.js";
 import { UPSTREAM_PORT } from "../routing/names.js";
+import { spreadAcrossNodes } from "./placement.js";
 
 export interface HeadlessServiceArgs {
   /** Kubernetes Service name (also the logical service name unless `logicalName` is set). */
@@ -28,6 +31,8 @@ export interface HeadlessServiceArgs {
    * pods mount the Secret `<serviceName>-tls` at /etc/tls (default: none).
    */
   image?: string;
+  /** CPU and memory requests and limits of each pod, with `image` (default SERVICE_RESOURCES). */
+  resources?: ContainerResources;
   /** Local clusters without a kubelet only: skip waiting for readiness (default false). */
   skipAwait?: boolean;
   /** Take over the Service if it exists already, whoever set its fields (default false). */
@@ -79,7 +84,10 @@ export class HeadlessService extends pulumi.ComponentResource {
         name,
         {
           metadata: { name: args.serviceName, namespace: args.namespace, labels, annotations },
-          spec: serviceWorkloadSpec({ name: args.serviceName, image: args.image!, replicas: args.replicas }, selector),
+          spec: serviceWorkloadSpec(
+            { name: args.serviceName, image: args.image, replicas: args.replicas, resources: args.resources },
+            selector,
+          ),
         },
         child,
       );
@@ -112,13 +120,16 @@ export function podTlsSecretName(serviceName: string): string {
 
 /**
  * The Deployment spec of a routed service's pods: TLS on 443 with the Secret
- * <service>-tls, hardened, rolling without losing capacity. Plain data, so the
- * e2e stand-in pods run exactly what the program declares.
+ * <service>-tls, hardened (non-root, no capabilities, no ServiceAccount token, bounded
+ * resources), spread across nodes, restarted when it stops accepting connections, rolling
+ * without losing capacity. Plain data, so the e2e stand-in pods run exactly what the
+ * program declares.
  */
 export function serviceWorkloadSpec(
-  service: { name: string; image: string; replicas: number },
+  service: { name: string; image: string; replicas: number; resources?: ContainerResources },
   selector: Record<string, string>,
 ): k8s.types.input.apps.v1.DeploymentSpec {
+  const resources = service.resources ?? SERVICE_RESOURCES;
   return {
     replicas: service.replicas,
     selector: { matchLabels: selector },
@@ -126,17 +137,29 @@ export function serviceWorkloadSpec(
     template: {
       metadata: { labels: selector },
       spec: {
-        securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+        automountServiceAccountToken: false,
+        securityContext: {
+          runAsNonRoot: true,
+          seccompProfile: { type: "RuntimeDefault" },
+          // A non-root process binds 443 in its own network namespace (a safe sysctl, whatever the runtime's default).
+          sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: String(UPSTREAM_PORT) }],
+        },
+        ...spreadAcrossNodes(selector),
         containers: [
           {
             name: service.name,
             image: service.image,
             ports: [{ name: "https", containerPort: UPSTREAM_PORT }],
             readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
+            // Restarted when it no longer accepts connections for 30 s (a wedged process stays "running").
+            livenessProbe: { tcpSocket: { port: "https" }, periodSeconds: 10, failureThreshold: 3 },
+            resources: { requests: { ...resources.requests }, limits: { ...resources.limits } },
+            // No capability: one added for a non-root process is not in its effective set (Kubernetes
+            // sets no ambient capabilities); 443 is bound through the sysctl above instead.
             securityContext: {
               allowPrivilegeEscalation: false,
               readOnlyRootFilesystem: true,
-              capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+              capabilities: { drop: ["ALL"] },
             },
             volumeMounts: [{ name: "tls", mountPath: POD_TLS_DIR, readOnly: true }],
           },

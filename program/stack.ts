@@ -116,6 +116,7 @@ export function declareStack(
             replicas: spec.replicas,
             websocket: spec.websocket,
             image: spec.versions ? undefined : spec.image,
+            resources: spec.resources,
             skipAwait: config.skipAwait,
             adoptExisting: config.adoptExisting,
           },

@@ -1,46 +1,13 @@
 // The two gateways: what sets them apart (their roles), the settings of each
 // (replicas, resources, Service, certificates, features), and their names.
 import { z } from "zod";
-import { parseQuantity } from "../units.js";
-import {
-  annotations,
-  cpuQuantity,
-  dnsLabel,
-  dnsName,
-  intIn,
-  memoryQuantity,
-  podSelector,
-  QUANTITY_OK,
-  refuse,
-} from "./primitives.js";
+import { annotations, containerResources, dnsLabel, dnsName, intIn, podSelector, refuse } from "./primitives.js";
 import {
   BROWSER_SECURITY_HEADERS,
   mergeSecurityHeaders,
   securityHeaders,
   type SecurityHeaders,
 } from "./security-headers.js";
-
-const resources = z
-  .strictObject({
-    /** Requested CPU and memory (the scheduler reserves these). */
-    requests: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
-    /** CPU and memory limits; the memory limit also sizes Envoy's heap overload action. */
-    limits: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
-  })
-  .superRefine((r, ctx) => {
-    for (const kind of ["cpu", "memory"] as const) {
-      // A bad quantity is reported as such, once; only two good ones are compared.
-      if (!QUANTITY_OK[kind](r?.requests?.[kind]) || !QUANTITY_OK[kind](r?.limits?.[kind])) continue;
-      const [request, limit] = [parseQuantity(r.requests[kind])!, parseQuantity(r.limits[kind])!];
-      if (request > limit)
-        refuse(
-          ctx,
-          `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`,
-          r.requests[kind],
-          ["requests", kind],
-        );
-    }
-  });
 
 const gatewayService = z.strictObject({
   /** Kubernetes Service type in front of the gateway pods. */
@@ -104,7 +71,7 @@ export const gatewaySettings = (role: GatewayRole) =>
       /** Average CPU utilisation (percent of requests) the HPA aims for. */
       targetCpuUtilization: intIn(1, 100, "a percentage").default(70),
       /** Container resources. */
-      resources,
+      resources: containerResources,
       /** The Service that exposes the gateway. */
       service: gatewayService.prefault({}),
       /** Secrets with the gateway's certificates. */

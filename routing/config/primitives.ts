@@ -65,6 +65,31 @@ export const QUANTITY_OK = {
 export const cpuQuantity = z.string({ error: CPU_HINT }).refine(QUANTITY_OK.cpu, { error: CPU_HINT });
 export const memoryQuantity = z.string({ error: MEMORY_HINT }).refine(QUANTITY_OK.memory, { error: MEMORY_HINT });
 
+/** A container's CPU and memory requests and limits; a request above its limit is refused. */
+export const containerResources = z
+  .strictObject({
+    /** Requested CPU and memory (the scheduler reserves these). */
+    requests: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
+    /** CPU and memory limits; the memory limit also sizes Envoy's heap overload action. */
+    limits: z.strictObject({ cpu: cpuQuantity, memory: memoryQuantity }),
+  })
+  .superRefine((r, ctx) => {
+    for (const kind of ["cpu", "memory"] as const) {
+      // A bad quantity is reported as such, once; only two good ones are compared.
+      if (!QUANTITY_OK[kind](r?.requests?.[kind]) || !QUANTITY_OK[kind](r?.limits?.[kind])) continue;
+      const [request, limit] = [parseQuantity(r.requests[kind])!, parseQuantity(r.limits[kind])!];
+      if (request > limit)
+        refuse(
+          ctx,
+          `must be at most the limit (limits.${kind}: ${r.limits[kind]}); Kubernetes refuses a request above its limit`,
+          r.requests[kind],
+          ["requests", kind],
+        );
+    }
+  });
+
+export type ContainerResources = z.infer<typeof containerResources>;
+
 /** A whole number in [min, max]; every failure says the same thing: what is allowed. */
 export const intIn = (min: number, max: number, what = "a whole number") => {
   const error = `must be ${what} from ${min.toLocaleString("en-US")} to ${max.toLocaleString("en-US")}`;

@@ -2,9 +2,15 @@
 // the traffic shifts between versions, and the dev/PR namespaces.
 import { z } from "zod";
 import { imageReference } from "./images.js";
-import { dnsLabel, dnsName, duration, intIn, labelSelector } from "./primitives.js";
+import { containerResources, dnsLabel, dnsName, duration, intIn, labelSelector } from "./primitives.js";
 import { securityHeaders } from "./security-headers.js";
 import { retryCount, retryResetMethods } from "./upstream.js";
+
+/** Resources of a declared service's pods when the stack sets none: a small web service's. */
+export const SERVICE_RESOURCES = {
+  requests: { cpu: "100m", memory: "128Mi" },
+  limits: { cpu: "1", memory: "512Mi" },
+} as const;
 
 export const productionService = z.strictObject({
   /** Service name: served at <name>.<domain> and <name>.<internalDomain>. */
@@ -19,6 +25,8 @@ export const productionService = z.strictObject({
   aliases: z.array(dnsName).default([]),
   /** Container image: when set, the program also declares the service's Deployment (pinning is the policy pack's images-pinned rule). */
   image: imageReference.optional(),
+  /** CPU and memory of each pod of the Deployment declared with `image` (default SERVICE_RESOURCES). */
+  resources: containerResources.optional(),
   /** Versions (stacks) running side by side, each behind a headless Service <name>-<version>; traffic moves between them by shifts. */
   versions: z
     .array(dnsLabel)

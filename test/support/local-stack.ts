@@ -6,6 +6,8 @@
 //   services[].image                  the stand-in pod image (the auth service: the stand-in
 //                                     auth image), so the program declares their Deployments
 //                                     and every route reaches real pods
+//   services[].resources              STANDIN_RESOURCES: the defaults would request 100m
+//                                     CPU per pod, and the suite runs dozens on 2 cores
 //   gateways.<g>.service.type         NodePort: there is no cloud load balancer, and Pulumi
 //                                     waits for a LoadBalancer Service's external address (a
 //                                     NodePort Service is an entry point too, so the policy
@@ -22,6 +24,12 @@ import { podTlsSecretName } from "../../components/headless-service.js";
 import { TestPki, type Authority } from "../harness/certificates.js";
 import { pinnedVersions, repoRoot } from "./components.js";
 import type { LocalCluster } from "./cluster.js";
+
+/** What a stand-in pod requests and may use (it answers echoes; the node has 2 cores for dozens of them). */
+export const STANDIN_RESOURCES = {
+  requests: { cpu: "10m", memory: "32Mi" },
+  limits: { cpu: "2", memory: "256Mi" },
+};
 
 /** The credential the stand-in auth service accepts (Authorization: Bearer <token>, or cookie session=<token>). */
 export const AUTH_TOKEN = "envoy-gateways-local";
@@ -50,6 +58,7 @@ export function localStackConfig(from: StackFile): Record<string, unknown> {
   raw.services = ((raw.services ?? []) as { name: string }[]).map((s) => ({
     ...s,
     image: isAuth(s.name) ? images.auth : images.echo,
+    resources: STANDIN_RESOURCES,
   }));
   const gateways = raw.gateways as Record<string, { service?: Record<string, unknown> }>;
   for (const g of Object.values(gateways)) {

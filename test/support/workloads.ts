@@ -19,7 +19,7 @@ import { LABEL, routingLabels } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
 import { POD_TLS_DIR, podTlsSecretName, serviceWorkloadSpec } from "../../components/headless-service.js";
 import type { LocalCluster } from "./cluster.js";
-import { applySecret, localImages, WorkloadPki } from "./local-stack.js";
+import { applySecret, localImages, STANDIN_RESOURCES, WorkloadPki } from "./local-stack.js";
 
 /** The label that routes a dev/PR namespace (the stacks' devNamespaces.selector). */
 export const DEV_LABEL = { "envoy-gateways.io/routes": "dev" };
@@ -238,7 +238,12 @@ function deployment(namespace: string, spec: RoutedServiceSpec): V1Deployment {
     metadata: { name: spec.name, namespace, labels: selector },
     // Plain values only (no Outputs), so it is the client's type too.
     spec: serviceWorkloadSpec(
-      { name: spec.name, image: spec.image ?? localImages().echo, replicas: spec.replicas ?? 1 },
+      {
+        name: spec.name,
+        image: spec.image ?? localImages().echo,
+        replicas: spec.replicas ?? 1,
+        resources: STANDIN_RESOURCES,
+      },
       selector,
     ) as V1Deployment["spec"],
   };

@@ -489,7 +489,7 @@ describe("a routed service's headless Service", () => {
     expect(svc.spec.selector).toEqual({ "app.kubernetes.io/name": "web-green" });
   });
 
-  it("with an image, also runs its pods: TLS on 443, hardened, rolling without losing capacity, and a disruption budget for several", async () => {
+  it("with an image, also runs its pods: TLS on 443, hardened, bounded, spread, restarted when wedged, rolling without losing capacity, and a disruption budget for several", async () => {
     const { resources } = await declare({ image: "team/batch:1.2.3", skipAwait: true });
     const d = named(resources, "apps/v1:Deployment", "batch").inputs;
     expect(d.metadata).toMatchObject({
@@ -505,17 +505,47 @@ describe("a routed service's headless Service", () => {
       template: {
         metadata: { labels: { "app.kubernetes.io/name": "batch" } },
         spec: {
-          securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+          automountServiceAccountToken: false,
+          securityContext: {
+            runAsNonRoot: true,
+            seccompProfile: { type: "RuntimeDefault" },
+            sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "443" }],
+          },
+          // One pod per node where the nodes allow.
+          affinity: {
+            podAntiAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                {
+                  weight: 100,
+                  podAffinityTerm: {
+                    topologyKey: "kubernetes.io/hostname",
+                    labelSelector: { matchLabels: { "app.kubernetes.io/name": "batch" } },
+                  },
+                },
+              ],
+            },
+          },
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: "topology.kubernetes.io/zone",
+              whenUnsatisfiable: "ScheduleAnyway",
+              labelSelector: { matchLabels: { "app.kubernetes.io/name": "batch" } },
+            },
+          ],
           containers: [
             {
               name: "batch",
               image: "team/batch:1.2.3",
               ports: [{ name: "https", containerPort: 443 }],
               readinessProbe: { tcpSocket: { port: "https" }, periodSeconds: 5 },
+              livenessProbe: { tcpSocket: { port: "https" }, periodSeconds: 10, failureThreshold: 3 },
+              // The defaults, with no resources in the stack config.
+              resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
               securityContext: {
                 allowPrivilegeEscalation: false,
                 readOnlyRootFilesystem: true,
-                capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+                capabilities: { drop: ["ALL"] },
               },
               volumeMounts: [{ name: "tls", mountPath: "/etc/tls", readOnly: true }],
             },
@@ -528,6 +558,12 @@ describe("a routed service's headless Service", () => {
     const pdb = named(resources, "policy/v1:PodDisruptionBudget", "batch").inputs;
     expect(pdb.metadata).toEqual({ name: "batch", namespace: "default", labels: d.metadata.labels });
     expect(pdb.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": "batch" } } });
+    // Resources from the stack config.
+    const sized = { requests: { cpu: "250m", memory: "1Gi" }, limits: { cpu: "2", memory: "2Gi" } };
+    expect(
+      named((await declare({ image: "team/batch:1.2.3", resources: sized })).resources, "apps/v1:Deployment", "batch")
+        .inputs.spec.template.spec.containers[0].resources,
+    ).toEqual(sized);
     // A single pod gets no disruption budget (it would block every drain).
     expect(
       of((await declare({ image: "team/batch:1.2.3", replicas: 1 })).resources, "policy/v1:PodDisruptionBudget"),

@@ -161,7 +161,7 @@ describe("keys", () => {
       refusal(() => parseStackConfig(withValue(minimalRaw(), "services", [{ name: "a", replicas: 1, port: 80 }])))
         .lines,
     ).toEqual([
-      "envoy-gateways:services[0].port: unknown key; allowed: name, replicas, rateLimit, websocket, aliases, image, versions, routeTimeout, retries, retryResetMethods, authenticateMetrics, securityHeaders (got 80)",
+      "envoy-gateways:services[0].port: unknown key; allowed: name, replicas, rateLimit, websocket, aliases, image, resources, versions, routeTimeout, retries, retryResetMethods, authenticateMetrics, securityHeaders (got 80)",
     ]);
     expect(
       refusal(() => parseStackConfig(withValue(minimalRaw(), "gateways.gateway.service", { typ: "x" }))).lines,

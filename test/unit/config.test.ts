@@ -461,6 +461,20 @@ describe("stack config", () => {
       /requests per second from 1/,
     ],
     [
+      "service pods' memory request above its limit",
+      "services.0.resources",
+      { requests: { cpu: "100m", memory: "1Gi" }, limits: { cpu: "1", memory: "512Mi" } },
+      "envoy-gateways:services[0].resources.requests.memory",
+      /at most the limit \(limits\.memory: 512Mi\)/,
+    ],
+    [
+      "service pods' bad CPU quantity",
+      "services.0.resources",
+      { requests: { cpu: "a lot", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
+      "envoy-gateways:services[0].resources.requests.cpu",
+      /CPU quantity/,
+    ],
+    [
       "alias not a DNS name",
       "services.0.aliases",
       ["*.example.org"],
