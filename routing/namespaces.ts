@@ -16,7 +16,7 @@
 // Entries are checked when the routing table is built (every problem at once).
 import { readFileSync } from "node:fs";
 import { InputError } from "./config/errors.js";
-import { parseYamlSource, type YamlSource } from "./config/yaml-source.js";
+import { parseYamlSource, writtenFor, type YamlSource } from "./config/yaml-source.js";
 import type { DevNamespaces } from "./table.js";
 
 /** A namespaces file: the dev/PR namespaces it lists, and where each value was written. */
@@ -67,7 +67,7 @@ export function locatedInFile(error: InputError, source: YamlSource): InputError
       return {
         ...p,
         key: `${source.file}:${at.line}: ${p.key}`,
-        ...(at.written !== undefined && "value" in p ? { written: at.written } : {}),
+        ...("value" in p && writtenFor(at, p.value) !== undefined ? { written: writtenFor(at, p.value) } : {}),
       };
     }),
   );

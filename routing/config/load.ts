@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import { formatProblem, InputError, type Problem } from "./errors.js";
-import { parseYamlSource } from "./yaml-source.js";
+import { parseYamlSource, writtenFor } from "./yaml-source.js";
 import {
   crossKeyProblems,
   routingConfigSchema,
@@ -38,6 +38,8 @@ export interface ParseOptions {
   secretKeys?: ReadonlySet<string>;
   /** Where each value was written (a stack file read by `readStackFile`): errors then name the file and line, and show values as written. */
   source?: ConfigSource;
+  /** Problems found reading the file (keys it holds that are no value), reported with the values' own. */
+  fileProblems?: Problem[];
 }
 
 /** Where the values of a stack file's config were written. */
@@ -64,6 +66,7 @@ export function parseStackConfig(
   const { data, problems } = checked(stackConfigSchema, rest, options, [
     ...kubeconfigProblems(raw),
     ...secretValueProblems(rest, options.secretKeys ?? new Set()),
+    ...(options.fileProblems ?? []),
   ]);
   if (data && problems.length === 0) return data;
   throw new InputError(subject, problems);
@@ -128,9 +131,18 @@ function checked<T extends z.ZodType>(
   options: ParseOptions,
   more: Problem[] = [],
 ): { data?: z.output<T>; problems: Problem[] } {
-  const result = schema.safeParse(raw, { reportInput: true });
-  const located: Located[] = result.success ? [] : result.error.issues.flatMap((issue) => toProblems(issue, schema));
-  for (const p of crossKeyProblems(raw)) located.push(locatedProblem(p.path, p.message, p.input));
+  const poisoned = prototypeKeyPaths(raw);
+  const input = poisoned.length ? (withoutPrototypeKeys(raw) as Record<string, unknown>) : raw;
+  const result = schema.safeParse(input, { reportInput: true });
+  const located: Located[] = poisoned.map((path) =>
+    locatedProblem(
+      path,
+      `is refused: no setting has that name, and a key named ${PROTO} would set an object's prototype`,
+      undefined,
+    ),
+  );
+  if (!result.success) located.push(...result.error.issues.flatMap((issue) => toProblems(issue, schema)));
+  for (const p of crossKeyProblems(input)) located.push(locatedProblem(p.path, p.message, p.input));
   const secret = options.secretKeys ?? new Set<string>();
   const seen = new Set<string>();
   const problems: Problem[] = [];
@@ -139,8 +151,8 @@ function checked<T extends z.ZodType>(
     if (secret.has(String(path[0])) && "value" in p)
       p = { key: p.key, source: p.source, message: `${p.message} (value not shown: it is a secret)` };
     const at = options.source?.at(path);
-    // formatProblem shows the value as written in place of the value, where there is a value.
-    if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, written: at.written };
+    // formatProblem shows the value as written in place of the value, where the problem is about that value.
+    if (at) p = { ...p, key: `${options.source!.file}:${at.line}: ${p.key}`, written: writtenFor(at, p.value) };
     // The schema and the cross-key checks can say the same thing of one value: once.
     const line = formatProblem(p);
     if (!seen.has(line)) {
@@ -152,28 +164,60 @@ function checked<T extends z.ZodType>(
   return { ...(result.success ? { data: result.data } : {}), problems };
 }
 
+const PROTO = "__proto__";
+
+/**
+ * The paths of the keys named `__proto__` anywhere in `value`. JSON.parse and the YAML reader
+ * make them own keys; copied by assignment (as a schema builds its output), such a key would
+ * set the copy's prototype instead. None reaches the schema.
+ */
+function prototypeKeyPaths(value: unknown, path: (string | number)[] = []): (string | number)[][] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => prototypeKeyPaths(v, [...path, i]));
+  if (!value || typeof value !== "object") return [];
+  return Object.entries(value).flatMap(([k, v]) => (k === PROTO ? [[...path, k]] : prototypeKeyPaths(v, [...path, k])));
+}
+
+/** `value` without its `__proto__` keys, at any depth (a copy of what holds one). */
+function withoutPrototypeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutPrototypeKeys);
+  if (!value || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([k]) => k !== PROTO)
+      .map(([k, v]) => [k, withoutPrototypeKeys(v)]),
+  );
+}
+
 /**
  * Turns the engine's config map (`envoy-gateways:key` -> string, objects as
  * JSON text, as `pulumi.runtime.allConfig()` returns it) into raw values.
  * Keys of other namespaces (such as `kubernetes:context`) are left out.
  */
 export function fromPulumiConfig(all: Record<string, string>): Record<string, unknown> {
-  const raw: Record<string, unknown> = {};
+  const entries: [string, unknown][] = [];
   for (const [fullKey, text] of Object.entries(all)) {
     const key = projectKey(fullKey);
     if (key === undefined) continue;
     if (STRING_KEYS.has(key)) {
-      raw[key] = text;
+      entries.push([key, text]);
       continue;
     }
     try {
-      raw[key] = JSON.parse(text);
+      entries.push([key, JSON.parse(text)]);
     } catch {
       // A bare word where JSON was expected: keep it as a string so the schema names the key.
-      raw[key] = text;
+      entries.push([key, text]);
     }
   }
-  return raw;
+  return ownKeys(entries);
+}
+
+/**
+ * An object of exactly these keys, each its own property: a key such as `__proto__` is a
+ * key like any other (the schema then refuses it by name), never the object's prototype.
+ */
+function ownKeys(entries: [string, unknown][]): Record<string, unknown> {
+  return Object.fromEntries(entries);
 }
 
 /**
@@ -182,11 +226,17 @@ export function fromPulumiConfig(all: Record<string, string>): Record<string, un
  * cannot be read without the engine and are left out.
  */
 export function readStackFile(path: string): Record<string, unknown> {
-  return readStackFileSource(path).raw;
+  const { raw, problems } = readStackFileSource(path);
+  if (problems.length) throw new InputError(`stack file ${path}`, problems);
+  return raw;
 }
 
-/** A stack file's config values, and where each was written. */
-export function readStackFileSource(path: string): { raw: Record<string, unknown>; source: ConfigSource } {
+/** A stack file's config values, where each was written, and the problems of its keys that hold no value of this project. */
+export function readStackFileSource(path: string): {
+  raw: Record<string, unknown>;
+  source: ConfigSource;
+  problems: Problem[];
+} {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -205,31 +255,45 @@ export function readStackFileSource(path: string): { raw: Record<string, unknown
     file: path,
     at: ([top, ...rest]) => yaml.at(["config", `${PROJECT}:${top}`, ...rest]),
   };
-  return { raw: stackFileConfig(doc, path), source };
+  return { ...stackFileConfig(doc, path, (k) => yaml.at(["config", k])?.line), source };
 }
 
-function stackFileConfig(doc: unknown, path: string): Record<string, unknown> {
+/** The project's config values of a stack file, and its keys that have no namespace (so mean nothing). */
+function stackFileConfig(
+  doc: unknown,
+  path: string,
+  lineOf: (fullKey: string) => number | undefined,
+): { raw: Record<string, unknown>; problems: Problem[] } {
   const config = (doc as { config?: unknown } | null)?.config;
-  if (config === undefined || config === null) return {};
+  if (config === undefined || config === null) return { raw: {}, problems: [] };
   if (typeof config !== "object" || Array.isArray(config)) {
     throw new InputError(`stack file ${path}`, [
       { key: `${path}: config`, source: "config", message: "must be a mapping of config keys", value: config },
     ]);
   }
-  const raw: Record<string, unknown> = {};
+  const entries: [string, unknown][] = [];
+  const unscoped: Problem[] = [];
   for (const [fullKey, value] of Object.entries(config as Record<string, unknown>)) {
+    if (!fullKey.includes(":")) {
+      unscoped.push({
+        key: `${path}:${lineOf(fullKey) ?? "?"}: config.${fullKey}`,
+        source: "config",
+        message: `has no namespace, so it means nothing (Pulumi refuses such a key): write ${PROJECT}:${fullKey}`,
+      });
+      continue;
+    }
     const key = projectKey(fullKey);
     if (key === undefined) continue;
     if (value && typeof value === "object" && "secure" in value) continue;
-    raw[key] = value;
+    entries.push([key, value]);
   }
-  return raw;
+  return { raw: ownKeys(entries), problems: unscoped };
 }
 
 /** Loads and validates a stack's config file; errors name its lines and show values as written. */
 export function loadStackFile(path: string): StackConfig {
-  const { raw, source } = readStackFileSource(path);
-  return parseStackConfig(raw, `stack config ${path}`, { source });
+  const { raw, source, problems } = readStackFileSource(path);
+  return parseStackConfig(raw, `stack config ${path}`, { source, fileProblems: problems });
 }
 
 /** The key of a project config key (`envoy-gateways:<key>`); undefined for another namespace's. */

@@ -17,7 +17,7 @@ import {
   readStackFileSource,
 } from "../../routing/config/load.js";
 import { routingConfig } from "../../routing/config/schema.js";
-import { parseYamlSource } from "../../routing/config/yaml-source.js";
+import { parseYamlSource, writtenFor } from "../../routing/config/yaml-source.js";
 import { locatedInFile, parseNamespaces, readNamespacesFile, readNamespacesSource } from "../../routing/namespaces.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { minimalRaw, withValue } from "./fixtures.js";
@@ -233,17 +233,106 @@ describe("a stack file", () => {
   it("is read as Pulumi reads it: this project's keys, secure values left out", () => {
     const path = file(
       "Pulumi.s.yaml",
-      "config:\n  envoy-gateways:domain: example.org\n  envoy-gateways:kubeconfig:\n    secure: AAAB\n  aws:region: eu\n  plain: x\n",
+      "config:\n  envoy-gateways:domain: example.org\n  envoy-gateways:kubeconfig:\n    secure: AAAB\n  aws:region: eu\n",
     );
     expect(readStackFile(path)).toEqual({ domain: "example.org" });
     expect(readStackFile(file("Pulumi.t.yaml", "encryptionsalt: x\n"))).toEqual({});
     expect(readStackFile(file("Pulumi.u.yaml", "config:\n"))).toEqual({});
     expect(readStackFile(file("Pulumi.v.yaml", ""))).toEqual({});
     expect(
-      readStackFile(
-        file("Pulumi.w.yaml", "config:\n  envoy-gateways: x\n  envoy-gatewaysx:domain: y\n  envoy-gateways:a:b: 1\n"),
-      ),
+      readStackFile(file("Pulumi.w.yaml", "config:\n  envoy-gatewaysx:domain: y\n  envoy-gateways:a:b: 1\n")),
     ).toEqual({ "a:b": 1 });
+  });
+
+  it("refuses by name, with the values' own problems, the keys that mean nothing: without a namespace, or __proto__ at any depth", () => {
+    const path = file(
+      "Pulumi.k.yaml",
+      [
+        "config:",
+        "  domain: example.org",
+        "  envoy-gateways: x",
+        "  envoy-gateways:__proto__: { polluted: true }",
+        "  envoy-gateways:domain: example.org",
+        "  envoy-gateways:gateways:",
+        "    gateway:",
+        "      securityHeaders: { __proto__: x }",
+        "",
+      ].join("\n"),
+    );
+    expect(refusal(() => readStackFile(path)).lines).toEqual([
+      `${path}:2: config.domain: has no namespace, so it means nothing (Pulumi refuses such a key): write envoy-gateways:domain`,
+      `${path}:3: config.envoy-gateways: has no namespace, so it means nothing (Pulumi refuses such a key): write envoy-gateways:envoy-gateways`,
+    ]);
+    const { lines } = refusal(() => loadStackFile(path));
+    const refused = "is refused: no setting has that name, and a key named __proto__ would set an object's prototype";
+    expect(lines.filter((l) => /proto|namespace/.test(l))).toEqual([
+      `${path}:4: envoy-gateways:__proto__: ${refused}`,
+      `${path}:8: envoy-gateways:gateways.gateway.securityHeaders.__proto__: ${refused}`,
+      `${path}:2: config.domain: has no namespace, so it means nothing (Pulumi refuses such a key): write envoy-gateways:domain`,
+      `${path}:3: config.envoy-gateways: has no namespace, so it means nothing (Pulumi refuses such a key): write envoy-gateways:envoy-gateways`,
+    ]);
+    // From the engine: the key stays a key of the values, never their prototype.
+    const raw = fromPulumiConfig({ "envoy-gateways:__proto__": '{"polluted":true}', "envoy-gateways:domain": "a.org" });
+    expect(Object.getPrototypeOf(raw)).toBe(Object.prototype);
+    expect(Object.keys(raw)).toEqual(["__proto__", "domain"]);
+    expect(refusal(() => parseStackConfig({ ...minimalRaw(), ...raw })).lines).toEqual([
+      `envoy-gateways:__proto__: ${refused}`,
+    ]);
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+
+  it("with aliases that expand past 1,000 nodes (an alias bomb) is one problem naming the key, not a stack trace", () => {
+    const laughs = ["a", "b", "c", "d", "e", "f"];
+    const path = file(
+      "Pulumi.bomb.yaml",
+      [
+        "config:",
+        "  envoy-gateways:domain: example.org",
+        "  envoy-gateways:lol:",
+        ...laughs.map((k, i) =>
+          i === 0
+            ? `    ${k}: &${k} [${Array(9).fill('"lol"').join(",")}]`
+            : `    ${k}: &${k} [${Array(9)
+                .fill(`*${laughs[i - 1]}`)
+                .join(",")}]`,
+        ),
+        "",
+      ].join("\n"),
+    );
+    expect(refusal(() => readStackFile(path))).toEqual({
+      subject: `stack file ${path}: 1 problem`,
+      lines: [
+        `${path}:8: config.envoy-gateways:lol.e.0: expands its YAML aliases past 1,000 nodes (a resource exhaustion attack?); write the values out instead`,
+      ],
+    });
+    // A few aliases are read as Pulumi reads them.
+    expect(
+      readStackFile(file("Pulumi.few.yaml", "config:\n  envoy-gateways:a: &x [1, 2]\n  envoy-gateways:b: *x\n")),
+    ).toEqual({
+      a: [1, 2],
+      b: [1, 2],
+    });
+  });
+
+  it("that is not valid YAML is one problem, the first with its line, saying how many follow", () => {
+    const tabbed = file(
+      "Pulumi.tab.yaml",
+      "config:\n  envoy-gateways:domain: x\n\tenvoy-gateways:namespace: y\n  envoy-gateways:clusterDomain: z\n",
+    );
+    const { subject, lines } = refusal(() => readStackFile(tabbed));
+    expect(subject).toBe(`stack file ${tabbed}: 1 problem`);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^${tabbed}:3: is not valid YAML \\(the first of \\d+ errors; the others mostly follow from it\\): Tabs are not allowed as indentation`,
+      ),
+    );
+    const indented = file("Pulumi.ind.yaml", "config:\n  envoy-gateways:domain: x\n   envoy-gateways:namespace: y\n");
+    expect(refusal(() => readStackFile(indented)).subject).toBe(`stack file ${indented}: 1 problem`);
+    // One error alone says nothing of others.
+    const one = file("Pulumi.one.yaml", "config:\n  envoy-gateways:domain: x\n  envoy-gateways:domain: y\n");
+    expect(refusal(() => readStackFile(one)).lines[0]).toMatch(
+      new RegExp(`^${one}:3: is not valid YAML: Map keys must be unique`),
+    );
   });
 
   it("whose config is not a mapping, that does not exist or cannot be read, is refused with its path", () => {
@@ -331,6 +420,47 @@ describe("a stack file", () => {
   });
 });
 
+describe("a problem about a mapping's key", () => {
+  it("shows the key as got, not the value written beside it: labels, annotations, header names", () => {
+    const path = file(
+      "Pulumi.keys.yaml",
+      [
+        "config:",
+        "  envoy-gateways:gateways:",
+        "    gateway:",
+        "      service:",
+        '        annotations: { "bad key!": some-value }',
+        "      securityHeaders:",
+        "        Bad Header: nosniff",
+        "  envoy-gateways:devNamespaces:",
+        "    selector: team=web",
+        "",
+      ].join("\n"),
+    );
+    const { gateways } = readStackFile(path) as { gateways: { gateway: Record<string, unknown> } };
+    const raw = withValue(
+      withValue(minimalRaw(), "gateways.gateway.service", gateways.gateway.service),
+      "gateways.gateway.securityHeaders",
+      gateways.gateway.securityHeaders,
+    );
+    const lines = refusal(() =>
+      parseStackConfig(raw, "stack config", { source: readStackFileSource(path).source }),
+    ).lines;
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${path}:5: envoy-gateways:gateways\\.gateway\\.service\\.annotations\\.bad key!: the annotation key must be .* \\(got "bad key!"\\)$`,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `^${path}:7: envoy-gateways:gateways\\.gateway\\.securityHeaders\\.Bad Header: is not a header name.* \\(got "Bad Header"\\)$`,
+        ),
+      ),
+    ]);
+  });
+});
+
 describe("a namespaces file", () => {
   it("maps namespaces to their services; empty is none", () => {
     expect(readNamespacesFile(file("ns.yaml", "pr-1: [batch]\n"))).toEqual({ "pr-1": ["batch"] });
@@ -406,8 +536,14 @@ describe("where a value was written in a YAML file", () => {
     const source = parseYamlSource("a:\n  b: [1, 2.50]\n  c: { d: .nan }\n", "f.yaml", "file f.yaml", "config");
     expect(source.file).toBe("f.yaml");
     expect(source.value).toEqual({ a: { b: [1, 2.5], c: { d: Number.NaN } } });
-    expect(source.at(["a", "b", 1])).toEqual({ line: 2, written: "2.50" });
-    expect(source.at(["a", "c", "d"])).toEqual({ line: 3, written: ".nan" });
+    expect(source.at(["a", "b", 1])).toEqual({ line: 2, written: "2.50", value: 2.5 });
+    expect(source.at(["a", "c", "d"])).toEqual({ line: 3, written: ".nan", value: Number.NaN });
+    // Shown as written for a problem about that value only.
+    expect(writtenFor(source.at(["a", "b", 1]), 2.5)).toBe("2.50");
+    expect(writtenFor(source.at(["a", "c", "d"]), Number.NaN)).toBe(".nan");
+    expect(writtenFor(source.at(["a", "b", 1]), "b")).toBeUndefined();
+    expect(writtenFor(source.at(["a", "b"]), [1, 2.5])).toBeUndefined();
+    expect(writtenFor(undefined, 1)).toBeUndefined();
     expect(source.at(["a", "b"])).toEqual({ line: 2 });
     expect(source.at(["a", "x"])).toBeUndefined();
   });
