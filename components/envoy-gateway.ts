@@ -239,7 +239,10 @@ function deploymentSpec(
               "--log-level",
               "info",
             ],
-            env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+            // apiVersion as the API server defaults it: fieldRef is applied whole (an atomic struct), so an
+            // apply that left it out would differ from the stored object, a conflict for another field manager
+            // of the same values (a `pulumi up` resumed over what a killed one created).
+            env: [{ name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } }],
             ports: [
               { name: "http", containerPort: ports.http },
               { name: "https", containerPort: ports.https },

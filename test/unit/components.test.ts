@@ -120,7 +120,9 @@ describe("an Envoy gateway", () => {
     const c = pod((await gateway()).resources).spec.containers[0];
     expect(c.name).toBe("envoy");
     expect(c.image).toBe("envoyproxy/envoy:v1.40.0");
-    expect(c.env).toEqual([{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }]);
+    expect(c.env).toEqual([
+      { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
+    ]);
     expect(c.ports).toEqual([
       { name: "http", containerPort: 8080 },
       { name: "https", containerPort: 8443 },
