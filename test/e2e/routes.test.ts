@@ -6,9 +6,8 @@
 import { readFileSync } from "node:fs";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { routingLabels } from "../../routing/labels.js";
 import { withApiServerStopped } from "../support/cluster.js";
-import { ProgramStack, type ScriptRun } from "../support/program.js";
+import { ProgramStack, routedServiceBody, type ScriptRun } from "../support/program.js";
 
 const cluster = inject("cluster");
 let stack: ProgramStack;
@@ -32,13 +31,7 @@ async function devNamespace(name: string, services: string[], labelled = true): 
   const core = stack.core();
   await stack.createNamespace(name, labelled ? { [DEV]: "dev" } : {});
   for (const service of services) {
-    await core.createNamespacedService({
-      namespace: name,
-      body: {
-        metadata: { name: service, labels: routingLabels({ service, weight: 100, replicas: 2, websocket: false }) },
-        spec: { clusterIP: "None", selector: { app: service }, ports: [{ name: "https", port: 443, targetPort: 443 }] },
-      },
-    });
+    await core.createNamespacedService({ namespace: name, body: routedServiceBody(service) });
   }
 }
 
@@ -74,17 +67,7 @@ describe("sync-routes", () => {
         { name, body: { metadata: { labels: { [DEV]: value } } } },
         setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
       );
-    const probe = {
-      metadata: {
-        name: "e2e-protected",
-        labels: routingLabels({ service: "e2e-protected", weight: 100, replicas: 2, websocket: false }),
-      },
-      spec: {
-        clusterIP: "None",
-        selector: { app: "e2e-protected" },
-        ports: [{ name: "https", port: 443, targetPort: 443 }],
-      },
-    };
+    const probe = routedServiceBody("e2e-protected");
     try {
       for (const ns of ["kube-system", "default"]) {
         await label(ns, "dev");

@@ -7,9 +7,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { routingLabels } from "../../routing/labels.js";
 import { repoRoot } from "../support/components.js";
-import { ProgramStack } from "../support/program.js";
+import { ProgramStack, routedServiceBody } from "../support/program.js";
 
 const cluster = inject("cluster");
 let stack: ProgramStack;
@@ -102,20 +101,7 @@ describe("dist/sync-routes --watch and SIGTERM", () => {
 
       // A change: written live, then recorded by an engine run, during which SIGTERM arrives.
       await stack.createNamespace("pr-e2e-stop", { [DEV]: "dev" });
-      await stack.core().createNamespacedService({
-        namespace: "pr-e2e-stop",
-        body: {
-          metadata: {
-            name: "batch",
-            labels: routingLabels({ service: "batch", weight: 100, replicas: 2, websocket: false }),
-          },
-          spec: {
-            clusterIP: "None",
-            selector: { app: "batch" },
-            ports: [{ name: "https", port: 443, targetPort: 443 }],
-          },
-        },
-      });
+      await stack.core().createNamespacedService({ namespace: "pr-e2e-stop", body: routedServiceBody("batch") });
       await until("the live write", /\+ pr-e2e-stop\/batch on gateway[\s\S]*?routes live/, 60_000);
       const deadline = Date.now() + 120_000;
       while (!descendants(child.pid!).some((p) => ENGINE_RUN.test(p.command))) {

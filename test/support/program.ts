@@ -4,11 +4,12 @@
 // the stand-in pod images, NodePort gateway Services), pointed at the local
 // cluster (kubeconfig as a secret), with the gateways' and pods' Secrets in the
 // cluster. `pulumi up` waits for ready Deployments, as on any cluster.
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StackConfig } from "../../routing/config/schema.js";
+import { routingLabels } from "../../routing/labels.js";
 import type { LocalCluster } from "./cluster.js";
 import { repoRoot } from "./components.js";
 import { applyLocalSecrets, localStackConfigLines, parsedLocalStackConfig, type ConfigEdit } from "./local-stack.js";
@@ -143,4 +144,12 @@ export class ProgramStack {
     if (existsSync(this.ws.programDir)) await this.ws.run(["destroy", "--yes", "--stack", this.ws.stack], 300_000);
     await this.ws.dispose();
   }
+}
+
+/** A Service carrying the routing labels, headless on 443, with no pods: enough for a route. */
+export function routedServiceBody(name: string): V1Service {
+  return {
+    metadata: { name, labels: routingLabels({ service: name, weight: 100, replicas: 2, websocket: false }) },
+    spec: { clusterIP: "None", selector: { app: name }, ports: [{ name: "https", port: 443, targetPort: 443 }] },
+  };
 }
