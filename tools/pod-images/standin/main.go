@@ -10,8 +10,10 @@
 // <service>-tls at /etc/tls: tls.crt, tls.key and ca.crt). A client certificate is
 // verified against ca.crt when one is presented, and its subject is reported.
 //
-// echo answers every request with JSON naming the pod (its host name), the
-// Service name on its certificate, the TLS server name the client asked for,
+// echo answers every request with JSON naming the pod (its host name), its
+// namespace (from its ServiceAccount token's mount, or else the Service name on
+// its certificate: the program's service pods mount no token), the Service name
+// on its certificate, the TLS server name the client asked for,
 // and what it received (method, path, headers, client address).
 //
 // auth answers the gateway's check requests (paths under
@@ -112,6 +114,7 @@ func main() {
 		s.service = leaf.DNSNames[0]
 	}
 	s.pod, _ = os.Hostname()
+	s.namespace = namespaceOf(s.service)
 	if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
 		s.namespace = strings.TrimSpace(string(ns))
 	}
@@ -185,4 +188,14 @@ func credentialed(r *http.Request) bool {
 	}
 	c, err := r.Cookie("session")
 	return err == nil && c.Value == Token
+}
+
+// namespaceOf is the namespace in a Service's DNS name (<service>.<namespace>.svc.<domain>),
+// for pods that mount no ServiceAccount token (the program's service pods do not); "" otherwise.
+func namespaceOf(serviceName string) string {
+	labels := strings.Split(serviceName, ".")
+	if len(labels) >= 4 && labels[2] == "svc" {
+		return labels[1]
+	}
+	return ""
 }
