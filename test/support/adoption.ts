@@ -87,13 +87,16 @@ function oldWorldConfig(namespace: string) {
 }
 
 /**
- * What the platform team writes to adopt it: no images (the services' Deployments stay the
- * old world's), the gateway Service served by the NGINX pods, existing objects adopted.
+ * What the platform team writes to adopt it: no images nor their pods' resources (the
+ * services' Deployments stay the old world's), the gateway Service served by the NGINX pods,
+ * existing objects adopted.
  */
 function adoptionConfig(namespace: string) {
   return (raw: Record<string, unknown>): Record<string, unknown> => {
     const old = oldWorldConfig(namespace)(raw);
-    const services = (old.services as { image?: string }[]).map(({ image: _image, ...s }) => s);
+    const services = (old.services as { image?: string; resources?: unknown }[]).map(
+      ({ image: _image, resources: _resources, ...s }) => s,
+    );
     const gateways = structuredClone(raw.gateways) as Record<string, { service: Record<string, unknown> }>;
     gateways.gateway!.service.servedBy = { app: "gateway-nginx" };
     return { ...old, services, gateways, adoptExisting: true };
