@@ -64,11 +64,8 @@ export function locatedInFile(error: InputError, source: YamlSource): InputError
     error.problems.map((p) => {
       const at = p.path ? source.at(p.path) : undefined;
       if (!at) return p;
-      return {
-        ...p,
-        key: `${source.file}:${at.line}: ${p.key}`,
-        ...("value" in p && writtenFor(at, p.value) !== undefined ? { written: writtenFor(at, p.value) } : {}),
-      };
+      const written = "value" in p ? writtenFor(at, p.value) : undefined;
+      return { ...p, key: `${source.file}:${at.line}: ${p.key}`, ...(written !== undefined ? { written } : {}) };
     }),
   );
 }
