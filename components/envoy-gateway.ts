@@ -1,6 +1,7 @@
 // EnvoyGateway: one Envoy gateway (gateway or internal-gateway) and
 // everything it needs in the cluster.
 import { adoptionAnnotations, adoptionNote, noteAt, servedByNote } from "./adoption.js";
+import { networkPolicySpec, type GatewayNetworkFacts } from "./network-policy.js";
 import { spreadAcrossNodes } from "./placement.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
@@ -27,6 +28,8 @@ export interface EnvoyGatewayArgs {
   skipAwait?: boolean;
   /** Take over the gateway Service if it exists already, whoever set its fields (default false). */
   adoptExisting?: boolean;
+  /** Who reaches the gateway and what it may reach, declared as its NetworkPolicy (none when unset). */
+  networkPolicy?: GatewayNetworkFacts;
 }
 
 /**
@@ -66,7 +69,7 @@ export function bootstrapConfigMapName(gateway: string, files: GatewayFiles): st
 
 /**
  * An Envoy gateway: ServiceAccount, bootstrap and xDS ConfigMaps, a hardened
- * Deployment, PodDisruptionBudget, HorizontalPodAutoscaler, its Service, and
+ * Deployment, PodDisruptionBudget, NetworkPolicy, HorizontalPodAutoscaler, its Service, and
  * the headless Service of its own pods (how each Envoy counts them).
  */
 export class EnvoyGateway extends pulumi.ComponentResource {
@@ -114,6 +117,13 @@ export class EnvoyGateway extends pulumi.ComponentResource {
       },
       child,
     );
+    if (args.networkPolicy) {
+      new k8s.networking.v1.NetworkPolicy(
+        name,
+        { metadata: meta(names.deployment), spec: networkPolicySpec(args.networkPolicy) },
+        child,
+      );
+    }
     new k8s.autoscaling.v2.HorizontalPodAutoscaler(
       name,
       { metadata: meta(names.deployment), spec: autoscalerSpec(args, names.deployment) },

@@ -13,6 +13,7 @@ import { describeRoutes, routesView } from "../routing/routes-view.js";
 import { buildRoutingTable, type DevNamespaces } from "../routing/table.js";
 import { EnvoyGateway } from "../components/envoy-gateway.js";
 import { HeadlessService } from "../components/headless-service.js";
+import { gatewayNetworkFacts } from "../components/network-policy.js";
 import { RouteSyncAccess } from "../components/route-sync-access.js";
 import { Routes } from "../components/routes.js";
 import { routesInputs, type SyncWrites } from "../routes-provider/core.js";
@@ -139,6 +140,7 @@ export function declareStack(
         drainSeconds: config.edge.drainSeconds,
         skipAwait: config.skipAwait,
         adoptExisting: config.adoptExisting,
+        networkPolicy: gatewayNetworkFacts(config, gateway),
       },
       { provider, dependsOn: services },
     );

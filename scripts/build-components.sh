@@ -15,6 +15,8 @@
 #                           kube-scheduler,
 #                           kube-proxy          k8s.io/kubernetes               (tools/kubernetes-node)
 #   coredns-<v>/bin/coredns                     github.com/coredns/coredns      (tools/coredns)
+#   kube-router-<v>/bin/kube-router             github.com/cloudnativelabs/kube-router/v2 (tools/kube-router):
+#                                               the local node's NetworkPolicy enforcer
 #   pod-images/*.tar                            the local node's images: pause, Envoy (the
 #                                               cached binary + glibc + bash), the stand-in
 #                                               service and auth pods     (tools/pod-images)
@@ -23,6 +25,10 @@
 #                  pulumi-resource-pulumi-nodejs dynamic-provider launcher from @pulumi/pulumi
 #   pulumi-kubernetes-<v>/bin/...               Kubernetes provider             (tools/pulumi-kubernetes)
 #   pulumi-home/                                PULUMI_HOME with that provider registered
+#   manifest-checkers-<v>/bin/kubeconform,     github.com/yannh/kubeconform, github.com/zegl/kube-score
+#                         kube-score,           (tools/manifest-checkers); schemas/: the Kubernetes
+#                         schemas/              <v> JSON schemas from k8s.io/kubernetes' swagger.json
+#                                               (PyPI openapi2jsonschema2), for kubeconform
 #   actionlint-<v>/bin/actionlint               github.com/rhysd/actionlint     (tools/actionlint): lints the
 #                                               example workflows (test/unit/workflow-examples.test.ts)
 #
@@ -31,8 +37,8 @@
 # in $EG_CACHE/go, so CI and other clones reuse them.
 #
 # Usage: scripts/build-components.sh [--rebuild NAME]... [--only NAME]...
-#   NAME: envoy envoy-api etcd kubernetes kubernetes-node coredns pod-images pulumi
-#   pulumi-kubernetes pulumi-home actionlint (or all, for --rebuild); --only builds just the entries
+#   NAME: envoy envoy-api etcd kubernetes kubernetes-node coredns kube-router pod-images pulumi
+#   pulumi-kubernetes pulumi-home manifest-checkers actionlint (or all, for --rebuild); --only builds just the entries
 #   named (setup builds envoy-api, which `npm ci` needs, before the entries that need
 #   node_modules).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -214,6 +220,16 @@ build_coredns() {
   check_output "CoreDNS-$COREDNS_VERSION" "$out/bin/coredns" -version
 }
 
+# --- kube-router (the local node's NetworkPolicy enforcer: its firewall controller only) ----
+build_kube_router() {
+  local out="$1" date
+  date="$(cd "$REPO_ROOT/tools/kube-router" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' github.com/cloudnativelabs/kube-router/v2)"
+  go_build kube-router "$out" \
+    "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION -X github.com/cloudnativelabs/kube-router/v2/pkg/version.BuildDate=$date" \
+    github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  check_output "version v$KUBE_ROUTER_VERSION" "$out/bin/kube-router" --version
+}
+
 # --- the local node's images ----------------------------------------------------------------
 # One-layer image archives made by tools/pod-images/mkimage from a root file system put
 # together here; scripts/local-cluster.sh imports them (ctr -n k8s.io images import):
@@ -323,6 +339,29 @@ build_pulumi_home() {
   [[ "$listing" == *kubernetes*"$PULUMI_KUBERNETES_VERSION"* ]] || { log "plugin ls: $listing"; return 1; }
 }
 
+# --- kubeconform, kube-score, and the schemas kubeconform validates against ----------------
+# The schemas come from the OpenAPI document of the pinned k8s.io/kubernetes module (what the
+# local API server serves), converted by openapi2jsonschema2 in a throwaway virtualenv, in
+# the layout kubeconform looks up: schemas/v<version>-standalone-strict/<kind>-<group>-<version>.json.
+build_manifest_checkers() {
+  local out="$1" swagger venv="$1/venv"
+  go_build manifest-checkers "$out" "-X main.version=v$KUBECONFORM_VERSION" github.com/yannh/kubeconform/cmd/kubeconform
+  go_build manifest-checkers "$out" "-X main.version=$KUBE_SCORE_VERSION" github.com/zegl/kube-score/cmd/kube-score
+  check_output "v$KUBECONFORM_VERSION" "$out/bin/kubeconform" -v
+  check_output "$KUBE_SCORE_VERSION" "$out/bin/kube-score" version
+  swagger="$(cd "$REPO_ROOT/tools/kubernetes" && go mod download -json k8s.io/kubernetes \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/api/openapi-spec/swagger.json"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "openapi2jsonschema2==$OPENAPI2JSONSCHEMA_VERSION"
+  mkdir -p "$out/schemas"
+  # It resolves -o against the working directory: run it from there, with a relative name.
+  (cd "$out/schemas" && "$venv/bin/openapi2jsonschema2" -o "v$KUBERNETES_VERSION-standalone-strict" \
+    --expanded --kubernetes --stand-alone --strict "file://$swagger" >/dev/null)
+  rm -rf "$venv"
+  [[ -f "$out/schemas/v$KUBERNETES_VERSION-standalone-strict/deployment-apps-v1.json" ]] \
+    || { log "no Deployment schema was written"; return 1; }
+}
+
 # --- actionlint (lints docs/examples/github-actions/ in the unit tests) ----------------------
 # It runs shellcheck on `run:` scripts when shellcheck is on PATH (scripts/install-test-tools.sh).
 build_actionlint() {
@@ -340,11 +379,14 @@ require_module_version etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
 require_module_version kubernetes k8s.io/kubernetes "v$KUBERNETES_VERSION"
 require_module_version kubernetes-node k8s.io/kubernetes "v$KUBERNETES_VERSION"
 require_module_version coredns github.com/coredns/coredns "v$COREDNS_VERSION"
+require_module_version kube-router github.com/cloudnativelabs/kube-router/v2 "v$KUBE_ROUTER_VERSION"
 require_module_version pulumi github.com/pulumi/pulumi/pkg/v3 "v$PULUMI_VERSION"
 require_module_version pulumi github.com/pulumi/pulumi/sdk/v3 "v$PULUMI_VERSION"
 require_module_version pulumi-language-nodejs "$PULUMI_LANGUAGE_NODEJS_MODULE" "$PULUMI_LANGUAGE_NODEJS_MODULE_VERSION"
 require_module_version pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4 "$PULUMI_KUBERNETES_MODULE"
 require_module_version actionlint github.com/rhysd/actionlint "v$ACTIONLINT_VERSION"
+require_module_version manifest-checkers github.com/yannh/kubeconform "v$KUBECONFORM_VERSION"
+require_module_version manifest-checkers github.com/zegl/kube-score "v$KUBE_SCORE_VERSION"
 
 install_entry envoy "$(dirname "$(envoy_bin_dir)")" "$(fingerprint envoy "" "$ENVOY_VERSION")"
 install_entry envoy-api "$(dirname "$(envoy_api_file)")" "$(fingerprint envoy-api envoy-api "$ENVOY_VERSION")"
@@ -354,6 +396,7 @@ install_entry kubernetes "$(dirname "$(kubernetes_bin_dir)")" "$(fingerprint kub
 install_entry kubernetes-node "$(dirname "$(kubernetes_node_bin_dir)")" \
   "$(fingerprint kubernetes-node kubernetes-node "$KUBERNETES_VERSION")"
 install_entry coredns "$(dirname "$(coredns_bin_dir)")" "$(fingerprint coredns coredns "$COREDNS_VERSION")"
+install_entry kube-router "$(dirname "$(kube_router_bin_dir)")" "$(fingerprint kube-router kube-router "$KUBE_ROUTER_VERSION")"
 # The images carry the cached Envoy binary and the host's glibc, bash and coreutils.
 install_entry pod-images "$(pod_images_dir)" "$(fingerprint pod-images pod-images "$ENVOY_VERSION" \
   "$(cat "$(dirname "$(envoy_bin_dir)")/.fingerprint")" "$POD_IMAGE_PAUSE" "$POD_IMAGE_ECHO" "$POD_IMAGE_AUTH" \
@@ -363,6 +406,8 @@ install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \
 kubernetes_provider_print="$(fingerprint pulumi-kubernetes pulumi-kubernetes "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE")"
 install_entry pulumi-kubernetes "$(dirname "$(pulumi_kubernetes_bin_dir)")" "$kubernetes_provider_print"
 install_entry pulumi-home "$(pulumi_home_dir)" "$(fingerprint pulumi-home "" "$PULUMI_VERSION" "$kubernetes_provider_print")"
+install_entry manifest-checkers "$(manifest_checkers_dir)" "$(fingerprint manifest-checkers manifest-checkers \
+  "$KUBECONFORM_VERSION" "$KUBE_SCORE_VERSION" "$KUBERNETES_VERSION" "$OPENAPI2JSONSCHEMA_VERSION")"
 install_entry actionlint "$(dirname "$(actionlint_bin_dir)")" "$(fingerprint actionlint actionlint "$ACTIONLINT_VERSION")"
 
 log "all components ready in $EG_CACHE ($((SECONDS - total_start))s)"

@@ -2,7 +2,8 @@
 # Installs the Debian packages the local cluster's node runs on: containerd (with its
 # CRI plugin and ctr), runc, the CNI plugins (bridge, host-local, loopback in
 # /usr/lib/cni), iproute2 (ip), procps (sysctl), and for kube-proxy's nftables mode nftables
-# (nft, which it runs) and conntrack (to clear stale UDP entries). Idempotent: nothing is fetched
+# (nft, which it runs) and conntrack (to clear stale UDP entries), and for kube-router's
+# NetworkPolicy firewall iptables and ipset. Idempotent: nothing is fetched
 # when every command is already there. Installing containerd does not start it (no
 # init system runs services here); scripts/local-cluster.sh starts its own instance.
 # Run as root (or with sudo available).
@@ -21,6 +22,8 @@ declare -A PACKAGE_OF=(
   [sysctl]=procps
   [nft]=nftables
   [conntrack]=conntrack
+  [iptables]=iptables
+  [ipset]=ipset
 )
 
 have() { if [[ "$1" == /* ]]; then [[ -x "$1" ]]; else command -v "$1" >/dev/null 2>&1 || [[ -x "/usr/sbin/$1" ]]; fi; }

@@ -68,6 +68,10 @@ pulumi_bin_dir()       { echo "$EG_CACHE/pulumi-$PULUMI_VERSION/bin"; }
 pulumi_kubernetes_bin_dir() { echo "$EG_CACHE/pulumi-kubernetes-$PULUMI_KUBERNETES_VERSION/bin"; }
 # PULUMI_HOME with the Kubernetes provider registered (plugins/resource-kubernetes-v<version>).
 pulumi_home_dir()      { echo "$EG_CACHE/pulumi-home"; }
+# kubeconform, kube-score and the Kubernetes schemas kubeconform reads.
+manifest_checkers_dir() { echo "$EG_CACHE/manifest-checkers-$KUBECONFORM_VERSION-$KUBE_SCORE_VERSION-k$KUBERNETES_VERSION"; }
+# kube-router (the local node's NetworkPolicy enforcer).
+kube_router_bin_dir()  { echo "$EG_CACHE/kube-router-$KUBE_ROUTER_VERSION/bin"; }
 # actionlint, which the unit tests run on docs/examples/github-actions/.
 actionlint_bin_dir()   { echo "$EG_CACHE/actionlint-$ACTIONLINT_VERSION/bin"; }
 

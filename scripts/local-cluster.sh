@@ -2,7 +2,7 @@
 # A local Kubernetes cluster on this machine: etcd + kube-apiserver +
 # kube-controller-manager on 127.0.0.1, and one real node (scripts/local-node.sh):
 # containerd + runc, the CNI bridge, CoreDNS as cluster DNS, kube-scheduler, the
-# kubelet and kube-proxy, with the images of scripts/build-components.sh imported
+# kubelet, kube-proxy and kube-router's NetworkPolicy firewall, with the images of scripts/build-components.sh imported
 # (nothing is pulled). Pods run as on any cluster; the host reaches pod IPs directly,
 # and ClusterIP and NodePort Services through kube-proxy (one local cluster at a time
 # runs it: its rules are machine-wide).
@@ -45,7 +45,7 @@ PKI="$STATE_DIR/pki"
 LOGS="$STATE_DIR/logs"
 RUN="$STATE_DIR/run"
 # Started in this order, stopped in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager containerd coredns kube-scheduler kubelet kube-proxy)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager containerd coredns kube-scheduler kubelet kube-proxy kube-router)
 
 pid_of() { [[ -f "$RUN/$1.pid" ]] && cat "$RUN/$1.pid"; }
 alive() { local pid; pid="$(pid_of "$1")" && [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; }

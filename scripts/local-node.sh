@@ -1,6 +1,8 @@
 # The local cluster's node: containerd + runc (Debian), the CNI bridge with
-# host-local IPAM, CoreDNS as cluster DNS, kube-scheduler, the kubelet and kube-proxy
-# (nftables mode: ClusterIP and NodePort Services work as on any real cluster).
+# host-local IPAM, CoreDNS as cluster DNS, kube-scheduler, the kubelet, kube-proxy
+# (nftables mode: ClusterIP and NodePort Services work as on any real cluster) and
+# kube-router's firewall controller, which enforces NetworkPolicies (the CNI bridge
+# enforces none) with iptables and ipset.
 # Sourced by scripts/local-cluster.sh (it uses that script's STATE_DIR, PKI, LOGS,
 # RUN, SERVER, launch, stop_one, wait_for, sign, write_kubeconfig, curl_admin,
 # free_ports and binary); not run on its own.
@@ -16,6 +18,9 @@
 #   nftables tables "kube-proxy" (ip, ip6): kube-proxy's Service rules. Their name is fixed
 #   and every local cluster has the same Service range, so one local node at a time runs
 #   kube-proxy; /run/envoy-gateways/kube-proxy.owner names its state directory
+#   iptables chains KUBE-ROUTER-*, KUBE-POD-FW-*, KUBE-NWPLCY-* and ipsets KUBE-*:
+#   kube-router's NetworkPolicy rules, also machine-wide: the node that owns kube-proxy's
+#   rules runs it, and its stop (or the next claim) removes them (kube-router --cleanup-config)
 # The kubelet also sets the kernel flags it requires (vm.overcommit_memory=1,
 # kernel.panic=10, kernel.panic_on_oops=1, ...): the values before the first local node
 # started are kept in /run/envoy-gateways/ and put back when the last one stops.
@@ -35,10 +40,11 @@ node_binaries() {
   KUBELET="$(binary "$(kubernetes_node_bin_dir)" kubelet)"
   KUBE_SCHEDULER="$(binary "$(kubernetes_node_bin_dir)" kube-scheduler)"
   KUBE_PROXY="$(binary "$(kubernetes_node_bin_dir)" kube-proxy)"
+  KUBE_ROUTER="$(binary "$(kube_router_bin_dir)" kube-router)"
   COREDNS="$(binary "$(coredns_bin_dir)" coredns)"
   [[ -f "$(pod_images_dir)/images.txt" ]] || { log "$(pod_images_dir)/images.txt is missing: run scripts/build-components.sh"; exit 1; }
   local cmd
-  for cmd in containerd containerd-shim-runc-v2 runc ctr ip nft conntrack; do
+  for cmd in containerd containerd-shim-runc-v2 runc ctr ip nft conntrack iptables ipset; do
     command -v "$cmd" >/dev/null || { log "$cmd is missing: run scripts/install-node-packages.sh"; exit 1; }
   done
   for cmd in bridge host-local loopback; do
@@ -246,10 +252,12 @@ extendedKeyUsage=clientAuth"
   sign coredns "/CN=system:coredns" "$client"
   # Bound to the ClusterRole system:node-proxier by Kubernetes' default RBAC.
   sign kube-proxy "/CN=system:kube-proxy" "$client"
+  sign kube-router "/CN=system:kube-router" "$client"
   write_kubeconfig "$NODE_DIR/kubelet.kubeconfig" "system:node:$NODE_NAME" kubelet
   write_kubeconfig "$NODE_DIR/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
   write_kubeconfig "$NODE_DIR/coredns.kubeconfig" system:coredns coredns
   write_kubeconfig "$NODE_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
+  write_kubeconfig "$NODE_DIR/kube-router.kubeconfig" system:kube-router kube-router
 }
 
 # What CoreDNS's kubernetes plugin reads (as in CoreDNS's own deployment manifest).
@@ -296,6 +304,21 @@ $CLUSTER_DOMAIN:53 in-addr.arpa:53 {
 EOF
 }
 
+# What kube-router's informers read (it starts them all, whichever controllers run).
+kube_router_rbac() {
+  curl_admin -f -X POST -H 'Content-Type: application/json' "$SERVER/apis/rbac.authorization.k8s.io/v1/clusterroles" -d '{
+    "metadata": {"name": "system:kube-router"},
+    "rules": [
+      {"apiGroups": [""], "resources": ["pods", "namespaces", "nodes", "services", "endpoints"], "verbs": ["get", "list", "watch"]},
+      {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+      {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list", "watch"]}
+    ]}' >/dev/null
+  curl_admin -f -X POST -H 'Content-Type: application/json' "$SERVER/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" -d '{
+    "metadata": {"name": "system:kube-router"},
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kube-router"},
+    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-router"}]}' >/dev/null
+}
+
 write_kubelet_config() {
   printf 'nameserver %s\noptions ndots:5\n' "$NODE_IP" >"$NODE_DIR/resolv.conf"
   cat >"$NODE_DIR/kubelet.yaml" <<EOF
@@ -338,6 +361,7 @@ node_json() { # the node's part of cluster.json
   "node": {
     "name": "$NODE_NAME",
     "ip": "$NODE_IP",
+    "kubeletPort": $KUBELET_PORT,
     "podSubnet": "$POD_SUBNET",
     "bridge": "$BRIDGE",
     "dns": "$NODE_IP",
@@ -346,7 +370,8 @@ node_json() { # the node's part of cluster.json
     "corednsLog": "$LOGS/coredns.log",
     "podLogsDir": "$NODE_DIR/pod-logs",
     "cgroupRoot": "$CGROUP_ROOT",
-    "kubeProxy": { "mode": "nftables", "healthzPort": $KUBE_PROXY_HEALTHZ_PORT, "log": "$LOGS/kube-proxy.log" }
+    "kubeProxy": { "mode": "nftables", "healthzPort": $KUBE_PROXY_HEALTHZ_PORT, "log": "$LOGS/kube-proxy.log" },
+    "networkPolicy": { "enforcer": "kube-router $KUBE_ROUTER_VERSION", "healthzPort": $KUBE_ROUTER_HEALTH_PORT, "log": "$LOGS/kube-router.log" }
   },
 EOF
 }
@@ -365,6 +390,8 @@ kube_proxy_synced() {
   curl -sf --max-time 2 "http://127.0.0.1:$KUBE_PROXY_METRICS_PORT/metrics" \
     | awk '/^kubeproxy_sync_proxy_rules_last_timestamp_seconds\{ip_family="IPv4"\}/ && $2 > 0 { found = 1 } END { exit !found }'
 }
+# kube-router's firewall controller synced its rules once (its healthz is 200 only then).
+kube_router_healthy() { curl -sf --max-time 2 "http://127.0.0.1:$KUBE_ROUTER_HEALTH_PORT/healthz" >/dev/null; }
 scheduler_healthy() { curl -sk -f --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null; }
 containerd_up() { ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 
@@ -382,7 +409,7 @@ CGROUP_ROOT=$CGROUP_ROOT
 CONTAINERD_SOCK=$CONTAINERD_SOCK
 EOF
   read -r KUBELET_PORT KUBELET_HEALTHZ_PORT SCHEDULER_PORT COREDNS_HEALTH_PORT COREDNS_READY_PORT \
-    KUBE_PROXY_HEALTHZ_PORT KUBE_PROXY_METRICS_PORT <<<"$(free_ports 7)"
+    KUBE_PROXY_HEALTHZ_PORT KUBE_PROXY_METRICS_PORT KUBE_ROUTER_HEALTH_PORT <<<"$(free_ports 8)"
 
   step "pod network (bridge $BRIDGE)" create_bridge
   create_cgroup_root
@@ -416,6 +443,17 @@ EOF
   write_kube_proxy_config
   launch kube-proxy "$KUBE_PROXY" --config "$NODE_DIR/kube-proxy.yaml"
   step "kube-proxy synced" wait_for "kube-proxy" 60 kube_proxy_synced
+
+  # The firewall controller alone: no pod routing (the bridge does it), no service proxy
+  # (kube-proxy does it), no BGP, no metrics server.
+  kube_router_rbac
+  launch kube-router "$KUBE_ROUTER" --kubeconfig "$NODE_DIR/kube-router.kubeconfig" \
+    --hostname-override "$NODE_NAME" \
+    --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+    --enable-ipv4=true --enable-ipv6=false \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --health-port "$KUBE_ROUTER_HEALTH_PORT" --metrics-port 0
+  step "kube-router (NetworkPolicy) ready" wait_for "kube-router" 60 kube_router_healthy
 }
 
 # node_teardown: after the kubelet stopped. Kills every container, stops containerd
@@ -476,6 +514,23 @@ remove_kube_proxy_rules() {
   for family in ip ip6; do
     if nft list table "$family" kube-proxy >/dev/null 2>&1; then nft delete table "$family" kube-proxy || return 1; fi
   done
+  remove_kube_router_rules
+}
+
+# kube-router's rules: the jumps into its chains, its chains (flushed, then deleted) and
+# its ipsets. Its own --cleanup-config does not do it for the firewall alone (v2.1.0 cleans
+# nothing without its running state, and crashes in the service proxy's cleanup).
+KUBE_ROUTER_CHAINS='KUBE-ROUTER-|KUBE-POD-FW-|KUBE-NWPLCY-'
+remove_kube_router_rules() {
+  local rules rule chain chains
+  rules="$(iptables-save -t filter 2>/dev/null)" || return 0
+  while IFS= read -r rule; do
+    [[ -n "$rule" ]] && { eval "iptables -t filter ${rule/#-A /-D }" || return 1; }
+  done < <(grep -E "^-A (INPUT|FORWARD|OUTPUT) .*-j ($KUBE_ROUTER_CHAINS)" <<<"$rules")
+  chains="$(grep -oE "^:($KUBE_ROUTER_CHAINS)[^ ]+" <<<"$rules" | tr -d :)"
+  for chain in $chains; do iptables -t filter -F "$chain" || return 1; done
+  for chain in $chains; do iptables -t filter -X "$chain" || return 1; done
+  for rule in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|inet6:KUBE-)'); do ipset destroy "$rule" || return 1; done
 }
 
 # Makes this node the one whose kube-proxy owns the machine's Service rules. Refused
@@ -518,8 +573,9 @@ conntrack:
 EOF
 }
 
-# Stops this node's kube-proxy and, if it owns them, removes the Service rules and the claim.
+# Stops this node's kube-router and kube-proxy and, if it owns them, removes their rules and the claim.
 kube_proxy_teardown() {
+  stop_one kube-router || return 1
   stop_one kube-proxy || return 1
   [[ -f "$KUBE_PROXY_OWNER" && "$(cat "$KUBE_PROXY_OWNER")" == "$STATE_DIR" ]] || return 0
   (

@@ -1,7 +1,7 @@
 // The two gateways: what sets them apart (their roles), the settings of each
 // (replicas, resources, Service, certificates, features), and their names.
 import { z } from "zod";
-import { annotations, containerResources, dnsLabel, dnsName, intIn, podSelector, refuse } from "./primitives.js";
+import { annotations, cidr, containerResources, dnsLabel, dnsName, intIn, podSelector, refuse } from "./primitives.js";
 import {
   BROWSER_SECURITY_HEADERS,
   mergeSecurityHeaders,
@@ -74,6 +74,14 @@ export const gatewaySettings = (role: GatewayRole) =>
       resources: containerResources,
       /** The Service that exposes the gateway. */
       service: gatewayService.prefault({}),
+      /**
+       * Address ranges clients reach the listeners (80/443) from, for its NetworkPolicy: the load
+       * balancer's and the clients' (the Service keeps client addresses). Unset: from anywhere.
+       */
+      listenersFrom: z
+        .array(cidr, { error: "must be a list of address ranges" })
+        .min(1, { error: "must list at least one address range (leave it out for anywhere)" })
+        .optional(),
       /** Secrets with the gateway's certificates. */
       tls: gatewayTls,
       /** Compress responses (gzip) for clients that accept it. */

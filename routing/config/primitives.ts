@@ -19,6 +19,8 @@ export function refuse(ctx: z.RefinementCtx, message: string, input: unknown, pa
 }
 
 /** A Kubernetes object name that must also be a DNS label (RFC 1123). */
+const CIDR_HINT = "must be an address range in CIDR notation, such as 10.0.0.0/8 or fd00::/8";
+
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_LABEL_HINT =
   "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";
@@ -110,12 +112,11 @@ export const labelSelector = z
       );
   });
 
-/** Labels that select pods: at least one, each key and value as Kubernetes accepts them. */
-export const podSelector = z
-  .record(z.string(), z.string({ error: "label values must be strings" }))
-  .superRefine((map, ctx) => {
+/** Labels that select `what` (pods, namespaces): at least one, each key and value as Kubernetes accepts them. */
+export const matchLabels = (what: "pod" | "namespace") =>
+  z.record(z.string(), z.string({ error: "label values must be strings" })).superRefine((map, ctx) => {
     if (Object.keys(map).length === 0)
-      refuse(ctx, "must name at least one label (an empty selector would select every pod)", map);
+      refuse(ctx, `must name at least one label (an empty selector would select every ${what})`, map);
     for (const [key, value] of Object.entries(map)) {
       if (!isQualifiedName(key)) refuse(ctx, `the label key must be ${QUALIFIED_NAME_HINT}`, key, [key]);
       else if (!isLabelValue(value))
@@ -127,6 +128,14 @@ export const podSelector = z
         );
     }
   });
+
+/** Labels that select pods. */
+export const podSelector = matchLabels("pod");
+
+/** An IPv4 or IPv6 address range in CIDR notation (10.0.0.0/8, fd00::/8). */
+export const cidr = z
+  .string({ error: CIDR_HINT })
+  .refine((s) => z.cidrv4().safeParse(s).success || z.cidrv6().safeParse(s).success, { error: CIDR_HINT });
 
 /** Annotations of an object: keys Kubernetes accepts, string values, 256 KiB in all. */
 export const annotations = z

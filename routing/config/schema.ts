@@ -12,7 +12,7 @@ import { z } from "zod";
 import { edge, resolveEdge, tls } from "./edge.js";
 import { GATEWAY_ROLES, gatewaySettings, resolveGateways } from "./gateways.js";
 import { envoyImage } from "./images.js";
-import { dnsLabel, dnsName, duration, port } from "./primitives.js";
+import { cidr, dnsLabel, dnsName, duration, matchLabels, port } from "./primitives.js";
 import { devNamespaces, productionService, shift } from "./services.js";
 import { upstream } from "./upstream.js";
 
@@ -35,6 +35,8 @@ const auth = z.strictObject({
   service: dnsLabel.default("auth"),
   namespace: dnsLabel.default("default"),
   port: port.default(443),
+  /** The port its pods listen on, if the Service maps `port` to another (what the gateways' NetworkPolicy allows; default `port`). */
+  podPort: port.optional(),
   /** Path prefix of the check request (the original path is appended). */
   pathPrefix: z
     .string({ error: "must be a path starting with /" })
@@ -66,6 +68,32 @@ const acme = z.strictObject({
   service: dnsLabel.default("letsencrypt"),
   namespace: dnsLabel.default("default"),
   port: port.default(80),
+  /** The port its pods listen on, if the Service maps `port` to another (what the gateways' NetworkPolicy allows; default `port`). */
+  podPort: port.optional(),
+});
+
+/** The NetworkPolicy of each gateway: who reaches it, and what it may reach (docs/network-policy.md). */
+const networkPolicy = z.strictObject({
+  /** Declare a NetworkPolicy for each gateway (the cluster needs an enforcer for it to mean anything). */
+  enabled: z.boolean({ error: "must be true or false" }).default(true),
+  /** Who may scrape the gateways' metrics port: pods with `pods` labels in namespaces with `namespaces` labels. */
+  metricsScrapers: z
+    .strictObject({
+      namespaces: matchLabels("namespace").default({ "kubernetes.io/metadata.name": "monitoring" }),
+      pods: matchLabels("pod").default({ "app.kubernetes.io/name": "prometheus" }),
+    })
+    .prefault({}),
+  /**
+   * The cluster DNS the gateways resolve Service names with: its pods (`pods` in `namespace`), and
+   * address ranges for a DNS server outside the pod network (a node-local cache, a DNS on the nodes).
+   */
+  clusterDns: z
+    .strictObject({
+      namespace: dnsLabel.default("kube-system"),
+      pods: matchLabels("pod").default({ "k8s-app": "kube-dns" }),
+      cidrs: z.array(cidr, { error: "must be a list of address ranges" }).default([]),
+    })
+    .prefault({}),
 });
 
 export const stackConfigSchema = z
@@ -103,6 +131,8 @@ export const stackConfigSchema = z
     tls: tls.prefault({}),
     /** Which Envoy stats the gateways keep (per-cluster stats dominate memory with thousands of dev/PR clusters). */
     stats: stats.prefault({}),
+    /** The gateways' NetworkPolicies. */
+    networkPolicy: networkPolicy.prefault({}),
     /** Local clusters without a kubelet only: skip the provider's readiness waits. Never set for real clusters. */
     skipAwait: z.boolean({ error: "must be true or false" }).default(false),
     /**

@@ -6,12 +6,22 @@
 // kubelet projects them, the pod's resolv.conf, CoreDNS), to the stand-in pods
 // of headless Services. Every load loop is bounded in count and time; figures
 // (recovery times, shares) are printed, not asserted.
-import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import {
+  ApiException,
+  CoreV1Api,
+  KubeConfig,
+  NetworkingV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { annotatePods, labelSelector } from "../../kube/client.js";
+import { POD_PORTS } from "../../routing/envoy/types.js";
 import { gatewayPodLabels, XDS_DIGEST_ANNOTATION } from "../../routing/labels.js";
+import { UPSTREAM_PORT } from "../../routing/names.js";
 import { applySecret, AUTH_TOKEN, WorkloadPki } from "../support/local-stack.js";
 import {
   describeFailures,
@@ -23,7 +33,8 @@ import {
 } from "../support/gateway-client.js";
 import { gatewayMetrics, metricSum } from "../support/gateway-metrics.js";
 import { ProgramStack } from "../support/program.js";
-import { DEV_LABEL, until, Workloads } from "../support/workloads.js";
+import { connectFrom, httpGetFrom, NODE, processInPod } from "../support/pod-network.js";
+import { DEV_LABEL, isReady, until, Workloads } from "../support/workloads.js";
 
 const run = promisify(execFile);
 const cluster = inject("cluster");
@@ -570,5 +581,137 @@ describe("the route-sync identity on the real API server", () => {
         XDS_DIGEST_ANNOTATION
       ],
     ).toBeUndefined();
+  });
+});
+
+describe("the gateways' NetworkPolicies, enforced by kube-router on the node", () => {
+  const UNROUTED = "np-unrouted";
+  const MONITORING = "monitoring";
+  const ENVOY = "/usr/local/bin/envoy";
+  const ports = POD_PORTS;
+
+  /** A ready pod of `app` in `namespace` (however many the earlier tests left running). */
+  async function readyPod(namespace: string, app: string): Promise<V1Pod> {
+    return until(`a ready pod of ${namespace}/${app}`, 180_000, async () =>
+      (await w.pods(namespace, app)).find((p) => !p.metadata?.deletionTimestamp && isReady(p)),
+    );
+  }
+
+  /** A ready gateway pod's address and its Envoy process (whose network namespace is the pod's). */
+  async function gatewayPod(name: "gateway" | "internal-gateway"): Promise<{ ip: string; envoy: string }> {
+    const ip = (await readyPod("default", name)).status!.podIP!;
+    return { ip, envoy: await processInPod(ip, ENVOY) };
+  }
+
+  /** A stand-in pod in `namespace` with the app label `app`: its address and process. */
+  async function standinPod(namespace: string, app: string): Promise<{ ip: string; pid: string }> {
+    const ip = (await readyPod(namespace, app)).status!.podIP!;
+    return { ip, pid: await processInPod(ip, "/standin echo") };
+  }
+
+  beforeAll(async () => {
+    // Neither namespace carries the routing label; the scraper's has the name the policy's default selects.
+    await stack.createNamespace(UNROUTED);
+    await w.createWorkload(UNROUTED, { name: "web" });
+    await stack.createNamespace(MONITORING);
+    await w.createWorkload(MONITORING, { name: "prometheus" });
+  });
+
+  it("declares one for each gateway, selecting its pods", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const net = kc.makeApiClient(NetworkingV1Api);
+    for (const name of ["gateway", "internal-gateway"] as const) {
+      const policy = await net.readNamespacedNetworkPolicy({ name, namespace: "default" });
+      expect(policy.spec?.podSelector?.matchLabels).toEqual(gatewayPodLabels(name));
+      expect(policy.spec?.policyTypes).toEqual(["Ingress", "Egress"]);
+    }
+  });
+
+  // kube-router rejects what no rule allows (the client sees the connection refused at once), so
+  // each refusal is checked against a source that reaches the same open port.
+  it("lets a pod of an unrouted namespace reach the listeners, but not the health or metrics port the node reaches", async () => {
+    const client = await standinPod(UNROUTED, "web");
+    for (const name of ["gateway", "internal-gateway"] as const) {
+      const gw = await gatewayPod(name);
+      const from = async (pid: string) => ({
+        http: await connectFrom(pid, gw.ip, ports.http),
+        https: await connectFrom(pid, gw.ip, ports.https),
+        health: await connectFrom(pid, gw.ip, ports.health),
+        metrics: await connectFrom(pid, gw.ip, ports.metrics),
+      });
+      expect(await from(client.pid), name).toEqual({
+        http: "connected",
+        https: "connected",
+        health: "refused",
+        metrics: "refused",
+      });
+      // NetworkPolicy always lets the node reach its pods (the kubelet's probes).
+      expect(await from(NODE), name).toEqual({
+        http: "connected",
+        https: "connected",
+        health: "connected",
+        metrics: "connected",
+      });
+    }
+  });
+
+  it("lets the scraper (prometheus pods in namespace monitoring) read the metrics, and nothing more", async () => {
+    const scraper = await standinPod(MONITORING, "prometheus");
+    for (const name of ["gateway", "internal-gateway"] as const) {
+      const gw = await gatewayPod(name);
+      expect(await httpGetFrom(scraper.pid, `http://${gw.ip}:${ports.metrics}/stats/prometheus`), name).toBe(200);
+      expect(await connectFrom(scraper.pid, gw.ip, ports.health), name).toBe("refused");
+    }
+  });
+
+  it("keeps the kubelet's probes working: every gateway pod ready, never restarted", async () => {
+    for (const name of ["gateway", "internal-gateway"]) {
+      const pods = await w.pods("default", name);
+      expect(pods.length, name).toBeGreaterThan(0);
+      for (const pod of pods.filter((p) => !p.metadata?.deletionTimestamp)) {
+        expect(isReady(pod), pod.metadata?.name).toBe(true);
+        expect(pod.status?.containerStatuses?.[0]?.restartCount, pod.metadata?.name).toBe(0);
+      }
+    }
+  });
+
+  it("lets the gateway connect to production and dev/PR pods on 443 and cluster DNS, not to what a pod without a policy reaches", async () => {
+    const gw = await gatewayPod("gateway");
+    const www = (await readyPod("default", "www")).status!.podIP!;
+    const dev = (await readyPod("pr-lb", "web")).status!.podIP!;
+    const unrouted = await standinPod(UNROUTED, "web");
+    const from = async (pid: string) => ({
+      production: await connectFrom(pid, www, UPSTREAM_PORT),
+      dev: await connectFrom(pid, dev, UPSTREAM_PORT),
+      dns: await connectFrom(pid, cluster.node.dns, 53),
+      unrouted: await connectFrom(pid, unrouted.ip, UPSTREAM_PORT),
+      kubelet: await connectFrom(pid, cluster.node.ip, cluster.node.kubeletPort),
+    });
+    expect(await from(gw.envoy)).toEqual({
+      production: "connected",
+      dev: "connected",
+      dns: "connected",
+      unrouted: "refused",
+      kubelet: "refused",
+    });
+    // The unrouted pod has no policy: it reaches its own port and the kubelet's.
+    expect(await from(unrouted.pid)).toMatchObject({ unrouted: "connected", kubelet: "connected" });
+  });
+
+  it("lets the gateway reach a namespace's pods once it carries the routing label, with no pulumi up", async () => {
+    const gw = await gatewayPod("internal-gateway");
+    const unrouted = await standinPod(UNROUTED, "web");
+    expect(await connectFrom(gw.envoy, unrouted.ip, UPSTREAM_PORT)).toBe("refused");
+    const start = Date.now();
+    await w.labelNamespace(UNROUTED);
+    await until(
+      `the gateway to reach ${UNROUTED}/web once the namespace is labelled`,
+      60_000,
+      async () => (await connectFrom(gw.envoy, unrouted.ip, UPSTREAM_PORT, 1)) === "connected",
+    );
+    console.log(
+      `[network-policy] ${UNROUTED} reachable from the gateway ${(Date.now() - start) / 1000} s after its label`,
+    );
   });
 });

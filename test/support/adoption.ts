@@ -10,7 +10,7 @@ import { clusterName } from "../../routing/names.js";
 import { describeFailures, GatewayClient, serverProduct, startLoad, type LoadResult } from "./gateway-client.js";
 import { gatewayMetrics } from "./gateway-metrics.js";
 import type { LocalCluster } from "./cluster.js";
-import { parsedLocalStackConfig } from "./local-stack.js";
+import { LOCAL_NODE_ADDRESSES, parsedLocalStackConfig } from "./local-stack.js";
 import { deployOldWorld, type OldWorld } from "./old-world.js";
 import { ProgramStack } from "./program.js";
 import { until, Workloads, type ClientTally } from "./workloads.js";
@@ -18,6 +18,7 @@ import { until, Workloads, type ClientTally } from "./workloads.js";
 export const ADOPTION_HOSTS = ["www", "notebook"];
 export const ADOPTION_SERVICES = [...ADOPTION_HOSTS, "batch", "auth"];
 const SERVED_BY = "envoy-gateways:gateways.gateway.service.servedBy";
+const NODE_DNS = "envoy-gateways:networkPolicy.clusterDns.cidrs[0]";
 
 /**
  * The release a rollback goes back to (docs/adopting.md, "Rolling this program back"): main
@@ -170,12 +171,17 @@ export async function runAdoption(cluster: LocalCluster, o: AdoptionOptions): Pr
     [
       `6. roll back to ${PREVIOUS_RELEASE.name}`,
       async () => {
+        // The previous release knows neither key (docs/adopting.md): it declares no NetworkPolicy.
         await stack.ws.ok(["config", "rm", "adoptExisting"]);
+        await stack.ws.ok(["config", "rm", "networkPolicy"]);
         previous = await stack.atRelease(PREVIOUS_RELEASE.commit);
         return up(previous);
       },
     ],
-    ["7. forward to this release", () => up()],
+    [
+      "7. forward to this release",
+      async () => (await stack.ws.ok(["config", "set", "--path", NODE_DNS, LOCAL_NODE_ADDRESSES]), up()),
+    ],
   ];
   try {
     let tallyBefore = await w.clientTally(o.namespace, "batch-client");

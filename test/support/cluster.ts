@@ -14,6 +14,8 @@ export interface LocalNode {
   name: string;
   /** The node's address (the pod bridge's): the kubelet's API and CoreDNS listen there. */
   ip: string;
+  /** The kubelet's API port, on `ip`. */
+  kubeletPort: number;
   /** Pods get addresses in this /24 on the bridge; the host reaches them directly. */
   podSubnet: string;
   bridge: string;
@@ -27,6 +29,8 @@ export interface LocalNode {
   cgroupRoot: string;
   /** kube-proxy (nftables mode): ClusterIP and NodePort Services answer on the node and in pods. */
   kubeProxy: { mode: "nftables"; healthzPort: number; log: string };
+  /** The NetworkPolicy enforcer: kube-router's firewall controller (iptables and ipset). */
+  networkPolicy: { enforcer: string; healthzPort: number; log: string };
 }
 
 export interface LocalCluster {

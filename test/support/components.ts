@@ -44,6 +44,11 @@ export interface Components {
   podImages: string;
   /** actionlint, which the unit tests run on the example GitHub Actions workflows. */
   actionlint: string;
+  /** The rendered manifests' checkers, and the schemas kubeconform validates against. */
+  kubeconform: string;
+  kubeScore: string;
+  /** kubeconform's -schema-location template for the pinned Kubernetes version's schemas. */
+  kubernetesSchemas: string;
 }
 
 function pick(versions: Record<string, string>, key: string): string {
@@ -59,6 +64,10 @@ export function componentPaths(): Components {
   const bin = (entry: string) => join(cache, entry, "bin");
   const pulumiBinDir = bin(`pulumi-${pick(v, "PULUMI_VERSION")}`);
   const kubernetesBin = bin(`kubernetes-${pick(v, "KUBERNETES_VERSION")}`);
+  const checkers = join(
+    cache,
+    `manifest-checkers-${pick(v, "KUBECONFORM_VERSION")}-${pick(v, "KUBE_SCORE_VERSION")}-k${pick(v, "KUBERNETES_VERSION")}`,
+  );
   return {
     versions: v,
     envoy: join(bin(`envoy-${pick(v, "ENVOY_VERSION")}`), "envoy"),
@@ -74,6 +83,14 @@ export function componentPaths(): Components {
     coredns: join(bin(`coredns-${pick(v, "COREDNS_VERSION")}`), "coredns"),
     podImages: join(cache, "pod-images"),
     actionlint: join(bin(`actionlint-${pick(v, "ACTIONLINT_VERSION")}`), "actionlint"),
+    kubeconform: join(checkers, "bin", "kubeconform"),
+    kubeScore: join(checkers, "bin", "kube-score"),
+    kubernetesSchemas: join(
+      checkers,
+      "schemas",
+      "{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}",
+      "{{ .ResourceKind }}{{ .KindSuffix }}.json",
+    ),
   };
 }
 
@@ -94,6 +111,8 @@ export function requireComponents(): Components {
     c.kubeScheduler,
     c.coredns,
     join(c.podImages, "images.txt"),
+    c.kubeconform,
+    c.kubeScore,
   ];
   const missing = required.filter((path) => !existsSync(path));
   if (missing.length > 0) {

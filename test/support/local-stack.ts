@@ -13,6 +13,9 @@
 //                                     NodePort Service is an entry point too, so the policy
 //                                     pack treats it alike; clients here reach the pod IPs)
 //   gateways.<g>.service.loadBalancerIP  dropped with it
+//   networkPolicy.clusterDns.cidrs    LOCAL_NODE_ADDRESSES: the local node's CoreDNS runs on the
+//                                     node, not as pods labelled k8s-app=kube-dns, so the
+//                                     gateways' NetworkPolicy allows DNS to the nodes' addresses
 // The gateways' Deployments are exactly as the program declares them.
 import { CoreV1Api, KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import { readFileSync } from "node:fs";
@@ -24,6 +27,12 @@ import { podTlsSecretName } from "../../components/headless-service.js";
 import { TestPki, type Authority } from "../harness/certificates.js";
 import { pinnedVersions, repoRoot } from "./components.js";
 import type { LocalCluster } from "./cluster.js";
+
+/**
+ * Where local nodes and their pods live: each node takes a /24 of it and serves DNS on that /24's
+ * first address (scripts/local-node.sh).
+ */
+export const LOCAL_NODE_ADDRESSES = "10.200.0.0/16";
 
 /** What a stand-in pod requests and may use (it answers echoes; the node has 2 cores for dozens of them). */
 export const STANDIN_RESOURCES = {
@@ -65,6 +74,8 @@ export function localStackConfig(from: StackFile): Record<string, unknown> {
     const { loadBalancerIP: _ip, ...service } = g.service ?? {};
     g.service = { ...service, type: "NodePort" };
   }
+  const policy = (raw.networkPolicy ?? {}) as { clusterDns?: Record<string, unknown> };
+  raw.networkPolicy = { ...policy, clusterDns: { ...policy.clusterDns, cidrs: [LOCAL_NODE_ADDRESSES] } };
   return raw;
 }
 
