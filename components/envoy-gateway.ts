@@ -174,6 +174,13 @@ const podLabels = gatewayPodLabels;
  */
 export const ENVOY_UID = 10101;
 
+/**
+ * Node disk an Envoy container may use: its log output only (its /tmp is in memory, its root
+ * read-only), which the kubelet rotates (10 MiB x 5 files by default). Past the limit the
+ * kubelet evicts the pod rather than let it fill the node's disk.
+ */
+export const ENVOY_LOG_STORAGE = { request: "64Mi", limit: "256Mi" } as const;
+
 /** Checksum of the bootstrap: part of the pod template, so a bootstrap change rolls the pods; xDS changes do not. */
 export function bootstrapChecksum(files: GatewayFiles): string {
   return dataDigest(files.bootstrap);
@@ -259,7 +266,10 @@ function deploymentSpec(
               { name: "health", containerPort: ports.health },
               { name: "metrics", containerPort: ports.metrics },
             ],
-            resources: { requests: { ...s.resources.requests }, limits: { ...s.resources.limits } },
+            resources: {
+              requests: { ...s.resources.requests, "ephemeral-storage": ENVOY_LOG_STORAGE.request },
+              limits: { ...s.resources.limits, "ephemeral-storage": ENVOY_LOG_STORAGE.limit },
+            },
             readinessProbe: { httpGet: { path: "/ready", port: "health" }, periodSeconds: 5, failureThreshold: 2 },
             livenessProbe: {
               tcpSocket: { port: "health" },

@@ -145,7 +145,11 @@ describe("an Envoy gateway", () => {
       periodSeconds: 2,
       failureThreshold: 60,
     });
-    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } });
+    // CPU and memory from the settings; node disk bounded for its logs (kube-score's ephemeral-storage checks).
+    expect(c.resources).toEqual({
+      requests: { cpu: "100m", memory: "128Mi", "ephemeral-storage": "64Mi" },
+      limits: { cpu: "1", memory: "512Mi", "ephemeral-storage": "256Mi" },
+    });
   });
 
   it("drains on stop: fails health checks, drains listeners gracefully, waits, and gets that long plus 15 s before SIGTERM", async () => {

@@ -116,7 +116,11 @@ describe.each(["dev", "prod"] as const)("the %s stack", (stack) => {
         capabilities: { drop: ["ALL"] },
         seccompProfile: { type: "RuntimeDefault" },
       });
-      expect(c.resources).toEqual(config.gateways[gateway].resources);
+      const { requests, limits } = config.gateways[gateway].resources;
+      expect(c.resources).toEqual({
+        requests: { ...requests, "ephemeral-storage": "64Mi" },
+        limits: { ...limits, "ephemeral-storage": "256Mi" },
+      });
       expect(c.readinessProbe.httpGet).toEqual({ path: "/ready", port: "health" });
       expect(c.livenessProbe.tcpSocket).toEqual({ port: "health" });
       expect(c.ports.map((p: any) => p.containerPort)).toEqual([8080, 8443, 8081, 9102]);
