@@ -260,18 +260,23 @@ extendedKeyUsage=clientAuth"
   write_kubeconfig "$NODE_DIR/kube-router.kubeconfig" system:kube-router kube-router
 }
 
+# grant_cluster_role USER RULES: a ClusterRole named USER with the JSON list RULES, bound to
+# the user USER (a node component's client certificate).
+grant_cluster_role() {
+  local user="$1" rules="$2" api="$SERVER/apis/rbac.authorization.k8s.io/v1"
+  curl_admin -f -X POST -H 'Content-Type: application/json' "$api/clusterroles" \
+    -d "{\"metadata\": {\"name\": \"$user\"}, \"rules\": $rules}" >/dev/null
+  curl_admin -f -X POST -H 'Content-Type: application/json' "$api/clusterrolebindings" -d "{
+    \"metadata\": {\"name\": \"$user\"},
+    \"roleRef\": {\"apiGroup\": \"rbac.authorization.k8s.io\", \"kind\": \"ClusterRole\", \"name\": \"$user\"},
+    \"subjects\": [{\"apiGroup\": \"rbac.authorization.k8s.io\", \"kind\": \"User\", \"name\": \"$user\"}]}" >/dev/null
+}
+
 # What CoreDNS's kubernetes plugin reads (as in CoreDNS's own deployment manifest).
 coredns_rbac() {
-  curl_admin -f -X POST -H 'Content-Type: application/json' "$SERVER/apis/rbac.authorization.k8s.io/v1/clusterroles" -d '{
-    "metadata": {"name": "system:coredns"},
-    "rules": [
-      {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
-      {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]}
-    ]}' >/dev/null
-  curl_admin -f -X POST -H 'Content-Type: application/json' "$SERVER/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" -d '{
-    "metadata": {"name": "system:coredns"},
-    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
-    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:coredns"}]}' >/dev/null
+  grant_cluster_role system:coredns '[
+    {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]}]'
 }
 
 # Cluster DNS on the bridge address, port 53: the kubernetes plugin answers
@@ -306,17 +311,10 @@ EOF
 
 # What kube-router's informers read (it starts them all, whichever controllers run).
 kube_router_rbac() {
-  curl_admin -f -X POST -H 'Content-Type: application/json' "$SERVER/apis/rbac.authorization.k8s.io/v1/clusterroles" -d '{
-    "metadata": {"name": "system:kube-router"},
-    "rules": [
-      {"apiGroups": [""], "resources": ["pods", "namespaces", "nodes", "services", "endpoints"], "verbs": ["get", "list", "watch"]},
-      {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
-      {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list", "watch"]}
-    ]}' >/dev/null
-  curl_admin -f -X POST -H 'Content-Type: application/json' "$SERVER/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" -d '{
-    "metadata": {"name": "system:kube-router"},
-    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kube-router"},
-    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-router"}]}' >/dev/null
+  grant_cluster_role system:kube-router '[
+    {"apiGroups": [""], "resources": ["pods", "namespaces", "nodes", "services", "endpoints"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list", "watch"]}]'
 }
 
 write_kubelet_config() {
