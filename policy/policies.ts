@@ -6,7 +6,7 @@ import type {
   ResourceValidationPolicy,
   StackValidationPolicy,
 } from "@pulumi/policy";
-import { isPinnedImage } from "../routing/config/schema.js";
+import { isPinnedImage, parseImageReference } from "../routing/config/schema.js";
 import { validateXdsData } from "../routing/validation/index.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
 import { liveService, type LiveService, type ServiceLookup } from "./live.js";
@@ -35,8 +35,13 @@ export interface Exemption {
   reason: string;
 }
 
+/** How an image must be pinned: by a version tag or a digest (tag), or by a digest only (digest). */
+export type Pinning = "tag" | "digest";
+
 export interface PolicySettings {
   exemptions?: Exemption[];
+  /** The image policies only: what pins an image (default tag). */
+  pinning?: Pinning;
 }
 
 /** The config every policy accepts: its enforcement level (engine-handled) and exemptions. */
@@ -59,6 +64,26 @@ const configSchema: PolicyConfigSchema = {
     },
   },
 };
+
+/** The image policies' config: the common one, and how images must be pinned (a stack's policy config decides). */
+const imageConfigSchema: PolicyConfigSchema = {
+  properties: {
+    ...configSchema.properties,
+    pinning: { type: "string", enum: ["tag", "digest"], default: "tag" },
+  },
+};
+
+/** Whether `image` is pinned as `pinning` asks: a digest, or (tag) a version tag or a digest. */
+function pinnedAs(image: string, pinning: Pinning = "tag"): boolean {
+  return pinning === "digest" ? parseImageReference(image)?.digest !== undefined : isPinnedImage(image);
+}
+
+/** What to pin an image to, with `example` (a tag-pinned reference), as `pinning` asks. */
+function pinHint(example: string, pinning: Pinning = "tag"): string {
+  return pinning === "digest"
+    ? `a digest (${example}@sha256:...): this stack's policy config requires digests (pinning: digest)`
+    : `a version tag (${example}) or a digest (@sha256:...)`;
+}
 
 function exemptionFor(settings: PolicySettings, ref: ObjectRef): Exemption | undefined {
   return (settings.exemptions ?? []).find(
@@ -297,17 +322,18 @@ function isEnvoyImage(image: string): boolean {
 export const envoyImagePinned: ResourceValidationPolicy = {
   name: "envoy-image-pinned",
   description:
-    "Envoy containers run an image pinned to a version tag or digest, never latest or untagged: a rollout must not change Envoy behind the config's back. Mandatory in production (policy/prod.json), advisory elsewhere.",
+    "Envoy containers run an image pinned to a version tag or digest (with pinning: digest, a digest only), never latest or untagged: a rollout must not change Envoy behind the config's back. Mandatory in production (policy/prod.json), advisory elsewhere.",
   enforcementLevel: "advisory",
-  configSchema,
+  configSchema: imageConfigSchema,
   validateResource: (args, report) => {
     const pod = podSpecOf(args);
     if (!pod) return;
-    if (exemptionFor(args.getConfig<PolicySettings>(), refOf(args))) return;
+    const settings = args.getConfig<PolicySettings>();
+    if (exemptionFor(settings, refOf(args))) return;
     for (const c of containersOf(pod)) {
-      if (typeof c.image === "string" && isEnvoyImage(c.image) && !isPinnedImage(c.image)) {
+      if (typeof c.image === "string" && isEnvoyImage(c.image) && !pinnedAs(c.image, settings.pinning)) {
         report(
-          `${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin Envoy to a version tag (envoyproxy/envoy:v1.40.0) or a digest (@sha256:...).`,
+          `${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin Envoy to ${pinHint("envoyproxy/envoy:v1.40.0", settings.pinning)}.`,
         );
       }
     }
@@ -317,17 +343,18 @@ export const envoyImagePinned: ResourceValidationPolicy = {
 export const serviceImagesPinned: ResourceValidationPolicy = {
   name: "service-images-pinned",
   description:
-    "The stack's other containers (the routed services' Deployments) run images pinned to a version tag or digest too: a restart must not run other code than the rollout did. Mandatory in production (policy/prod.json), advisory elsewhere.",
+    "The stack's other containers (the routed services' Deployments) run images pinned to a version tag or digest too (with pinning: digest, a digest only): a restart must not run other code than the rollout did. Mandatory in production (policy/prod.json), advisory elsewhere.",
   enforcementLevel: "advisory",
-  configSchema,
+  configSchema: imageConfigSchema,
   validateResource: (args, report) => {
     const pod = podSpecOf(args);
     if (!pod) return;
-    if (exemptionFor(args.getConfig<PolicySettings>(), refOf(args))) return;
+    const settings = args.getConfig<PolicySettings>();
+    if (exemptionFor(settings, refOf(args))) return;
     for (const c of containersOf(pod)) {
-      if (typeof c.image === "string" && !isEnvoyImage(c.image) && !isPinnedImage(c.image)) {
+      if (typeof c.image === "string" && !isEnvoyImage(c.image) && !pinnedAs(c.image, settings.pinning)) {
         report(
-          `${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin it to a version tag (team/app:1.2.3) or a digest (@sha256:...).`,
+          `${showRef(refOf(args))} container ${c.name} runs ${c.image}: pin it to ${pinHint("team/app:1.2.3", settings.pinning)}.`,
         );
       }
     }

@@ -270,6 +270,19 @@ describe("envoy-image-pinned", () => {
     expect(runResource(envoyImagePinned, gw(`envoyproxy/envoy@sha256:${"a".repeat(64)}`)).violations).toEqual([]);
     expect(runResource(envoyImagePinned, gw("nginx:latest")).violations).toEqual([]);
   });
+  it("with pinning: digest in the stack's policy config, accepts a digest only", () => {
+    const digest = `envoyproxy/envoy:v1.40.0@sha256:${"b".repeat(64)}`;
+    expect(runResource(envoyImagePinned, gw(digest), { pinning: "digest" }).violations).toEqual([]);
+    expect(runResource(envoyImagePinned, gw("envoyproxy/envoy:v1.40.0"), { pinning: "digest" }).violations).toEqual([
+      "Deployment default/gateway container envoy runs envoyproxy/envoy:v1.40.0: pin Envoy to a digest (envoyproxy/envoy:v1.40.0@sha256:...): this stack's policy config requires digests (pinning: digest).",
+    ]);
+    expect(runResource(envoyImagePinned, gw("envoyproxy/envoy:v1.40.0"), { pinning: "tag" }).violations).toEqual([]);
+    expect(envoyImagePinned.configSchema?.properties?.pinning).toEqual({
+      type: "string",
+      enum: ["tag", "digest"],
+      default: "tag",
+    });
+  });
   it("is advisory by default and mandatory with the production config", () => {
     expect(envoyImagePinned.enforcementLevel).toBe("advisory");
     expect(JSON.parse(readFileSync(join(ROOT, "policy", "prod.json"), "utf8"))["envoy-image-pinned"]).toEqual({
@@ -297,6 +310,13 @@ describe("service-images-pinned", () => {
     expect(runResource(serviceImagesPinned, svc("team/batch:1.2.3")).violations).toEqual([]);
     expect(runResource(serviceImagesPinned, svc(`team/batch@sha256:${"b".repeat(64)}`)).violations).toEqual([]);
     expect(runResource(serviceImagesPinned, svc("envoyproxy/envoy:latest")).violations).toEqual([]);
+  });
+  it("with pinning: digest, refuses a version tag alone", () => {
+    expect(runResource(serviceImagesPinned, svc("team/batch:1.2.3"), { pinning: "digest" }).violations).toEqual([
+      "Deployment default/batch container batch runs team/batch:1.2.3: pin it to a digest (team/app:1.2.3@sha256:...): this stack's policy config requires digests (pinning: digest).",
+    ]);
+    const digest = `team/batch@sha256:${"b".repeat(64)}`;
+    expect(runResource(serviceImagesPinned, svc(digest), { pinning: "digest" }).violations).toEqual([]);
   });
   it("is advisory by default and mandatory with the production config", () => {
     expect(serviceImagesPinned.enforcementLevel).toBe("advisory");

@@ -8,7 +8,7 @@ import type {
   ResourceValidationPolicy,
   StackValidationPolicy,
 } from "@pulumi/policy";
-import type { Exemption } from "../../policy/policies.js";
+import type { Exemption, PolicySettings } from "../../policy/policies.js";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a module path its package does not export
 export const proxy = require("@pulumi/policy/proxy") as {
@@ -64,9 +64,14 @@ export function runStack(policy: StackValidationPolicy, objs: Obj[], exemptions:
   return out;
 }
 
-export function runResource(policy: ResourceValidationPolicy, o: Obj, exemptions: Exemption[] = []): Outcome {
+/** Runs a resource policy on `o` with its config: the exemptions, or the whole settings. */
+export function runResource(
+  policy: ResourceValidationPolicy,
+  o: Obj,
+  config: Exemption[] | PolicySettings = [],
+): Outcome {
   const out: Outcome = { violations: [] };
-  const args = resourceArgs(o, exemptions);
+  const args = resourceArgs(o, Array.isArray(config) ? { exemptions: config } : config);
   const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
   try {
     for (const v of validations) {
@@ -89,14 +94,14 @@ export async function runResourceAsync(
   exemptions: Exemption[] = [],
 ): Promise<Outcome> {
   const out: Outcome = { violations: [] };
-  const args = resourceArgs(o, exemptions, provider);
+  const args = resourceArgs(o, { exemptions }, provider);
   const validations = Array.isArray(policy.validateResource) ? policy.validateResource : [policy.validateResource!];
   for (const v of validations) await v(args, (message) => out.violations.push(message));
   return out;
 }
 
 /** The arguments the engine gives a resource policy: the resource, its config, and its provider's inputs if any. */
-function resourceArgs(o: Obj, exemptions: Exemption[], provider?: Record<string, unknown>): ResourceValidationArgs {
+function resourceArgs(o: Obj, settings: PolicySettings, provider?: Record<string, unknown>): ResourceValidationArgs {
   const r = asEngine(o);
   return {
     type: o.type,
@@ -108,7 +113,7 @@ function resourceArgs(o: Obj, exemptions: Exemption[], provider?: Record<string,
       ? { type: "pulumi:providers:kubernetes", name: "kubernetes", urn: "", props: provider }
       : undefined,
     stackTags: new Map(),
-    getConfig: <T>() => ({ exemptions }) as T,
+    getConfig: <T>() => settings as T,
     notApplicable: () => {
       throw new Error("not applicable");
     },
