@@ -27,6 +27,8 @@ import { freeTcpPort } from "./ports.js";
 import { waitFor } from "./processes.js";
 
 const POD_ROOT = "/etc/envoy/";
+/** Starts of one Envoy, each on newly picked ports, before a port taken meanwhile fails it. */
+const PORT_ATTEMPTS = 3;
 
 /** Envoy refused a bootstrap: it exited before becoming LIVE. */
 export class EnvoyRejected extends Error {
@@ -83,6 +85,23 @@ export class LoadCheck {
    * `env`: extra environment of the Envoy process.
    */
   async start(files: Record<string, string>, env?: Record<string, string>, concurrency = 1): Promise<LoadedEnvoy> {
+    // The free ports are picked before Envoy binds them, so another process (a parallel test's
+    // Envoy, a client's ephemeral port) can take one in between: then start again on new ones.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startOnce(files, env, concurrency);
+      } catch (e) {
+        if (!(e instanceof EnvoyRejected && /Address already in use/.test(e.message)) || attempt === PORT_ATTEMPTS)
+          throw e;
+      }
+    }
+  }
+
+  private async startOnce(
+    files: Record<string, string>,
+    env: Record<string, string> | undefined,
+    concurrency: number,
+  ): Promise<LoadedEnvoy> {
     const root = join(this.workDir, `envoy-${this.next++}`);
     const etc = join(root, "etc/envoy/");
     for (const [dir, certs] of Object.entries(this.certificates)) new ConfigMapVolume(join(etc, dir)).write(certs);
@@ -110,8 +129,6 @@ export class LoadCheck {
       logDir: root,
       env,
     });
-    const loaded = new LoadedEnvoy(envoy, xds, local);
-    this.envoys.push(loaded);
     try {
       await envoy.start();
     } catch (e) {
@@ -120,6 +137,8 @@ export class LoadCheck {
       if (!exited) throw e;
       throw new EnvoyRejected(rejections(envoy.log())[0] ?? lastLines(envoy.log()));
     }
+    const loaded = new LoadedEnvoy(envoy, xds, local);
+    this.envoys.push(loaded);
     return loaded;
   }
 
