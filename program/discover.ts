@@ -4,12 +4,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import { runError } from "./run-error.js";
 import type { LoadedConfig } from "./stack.js";
-import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
+import { routedDevNamespaces } from "../routing/capacity.js";
+import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { DevNamespaces } from "../routing/table.js";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 
-/** The dev/PR part of the routing table as the cluster has it now; malformed Services are reported and left out. */
-export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig): Promise<DevNamespaces> {
+/** The dev/PR part of the routing table as the cluster has it at `now`; malformed Services, and namespaces past the ConfigMaps' capacity, are reported and left out. */
+export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig, now: Date): Promise<DevNamespaces> {
   if (config.renderYamlToDirectory) {
     void pulumi.log.info(
       "renderYamlToDirectory is set: no cluster to discover dev/PR namespaces from; rendering production routes only",
@@ -26,7 +27,7 @@ export async function discoverDevNamespaces({ config, kubeconfig }: LoadedConfig
   } catch (e) {
     throw runError(`discovering dev/PR namespaces failed; nothing was changed: ${(e as Error).message}`);
   }
-  const found = discoverRoutes(listed.namespaces, listed.services, config.namespace, config.devNamespaces.protected);
+  const found = routedDevNamespaces(config, listed.namespaces, listed.services, now);
   for (const p of [...found.problems, ...found.warnings]) void pulumi.log.warn(`${p.key} ${p.message}`);
   return found.devNamespaces;
 }

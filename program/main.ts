@@ -17,14 +17,15 @@ export interface SyncRecord extends SyncWrites {
 /** Declares the stack; with `sync`, as that sync discovered and wrote it. Returns the stack's outputs. */
 export async function runProgram(sync?: SyncRecord) {
   const loaded = loadStackConfig();
+  const now = new Date();
   let devNamespaces: DevNamespaces;
   if (sync) {
     void pulumi.log.info(`dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${sync.renderedAt})`);
     devNamespaces = sync.devNamespaces;
   } else {
-    devNamespaces = await discoverDevNamespaces(loaded);
+    devNamespaces = await discoverDevNamespaces(loaded, now);
   }
-  const stack = declareStack(loaded, devNamespaces, new Date(), sync);
+  const stack = declareStack(loaded, devNamespaces, now, sync);
   return {
     /** Each gateway's Service and external address. */
     gateways: stack.gateways,

@@ -31,7 +31,8 @@ import {
   type RoutesFacts,
 } from "../routes-provider/core.js";
 import type { StackConfig } from "../routing/config/schema.js";
-import { discoverRoutes, ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
+import { routedDevNamespaces } from "../routing/capacity.js";
+import { ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
 import { routeTarget, type RoutesView } from "../routing/routes-view.js";
 import { isMoving, shiftFromSpec } from "../routing/shifts.js";
 import type { DevNamespaces } from "../routing/table.js";
@@ -165,14 +166,14 @@ function firstDifference(a: unknown, b: unknown, path = ""): string | undefined 
   return path || "value";
 }
 
-/** Discovery as the program does it: the routed namespaces and Services, two list requests. */
-export async function discover(sync: SyncConfig): Promise<Discovered> {
+/** Discovery as the program does it: the routed namespaces and Services (two list requests), cut to what fits at `now`. */
+export async function discover(sync: SyncConfig, now: Date): Promise<Discovered> {
   const listed = await listRoutedObjects(
     loadKubeConfig(sync.kubeconfig),
     sync.config.devNamespaces.selector,
     ROUTED_SERVICE_SELECTOR,
   );
-  return discoverRoutes(listed.namespaces, listed.services, sync.config.namespace, sync.config.devNamespaces.protected);
+  return routedDevNamespaces(sync.config, listed.namespaces, listed.services, now);
 }
 
 /**
@@ -265,9 +266,9 @@ export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Pro
   const [sync, state] = await timed("stack", () => Promise.all([stackConfigOf(stack), routesInState(stack)]));
   if (state.length === 0)
     throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
-  const found = await timed("discovery", () => discover(sync));
-  for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
   const now = new Date();
+  const found = await timed("discovery", () => discover(sync, now));
+  for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
   const planned = await timed("render", () => plan(state, sync, found.devNamespaces, now));
   const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.routes])));
   const reasons = planned.flatMap((p) => {

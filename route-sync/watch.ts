@@ -17,7 +17,8 @@ import { isDeepStrictEqual } from "node:util";
 import { loadKubeConfig } from "../kube/client.js";
 import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
-import { discoverRoutes, ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
+import { routedDevNamespaces } from "../routing/capacity.js";
+import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import type { SyncRecord } from "../program/main.js";
 import { engineErrorLines, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 import {
@@ -129,14 +130,9 @@ export function watchRoutes(
       reasons.push(why);
       await objects.synced;
     }
-    const found = discoverRoutes(
-      objects.namespaces(),
-      objects.services(),
-      sync.config.namespace,
-      sync.config.devNamespaces.protected,
-    );
-    for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
     const now = new Date();
+    const found = routedDevNamespaces(sync.config, objects.namespaces(), objects.services(), now);
+    for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
     const renderStart = Date.now();
     const planned = plan(state, sync, found.devNamespaces, now);
     const renderMs = Date.now() - renderStart;

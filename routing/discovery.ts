@@ -16,6 +16,8 @@ export interface ObjectMeta {
   namespace?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** A Date from client-node, an RFC 3339 string from JSON. */
+  creationTimestamp?: Date | string;
   deletionTimestamp?: unknown;
 }
 export interface NamespaceObject {
@@ -29,6 +31,8 @@ export interface ServiceObject {
 
 export interface Discovered {
   devNamespaces: DevNamespaces;
+  /** When each routed namespace was created (RFC 3339; absent when the API server did not say): the order they are admitted in when not all fit (capacity.ts). */
+  created: Record<string, string>;
   /** Services left out, and why (each names the Service). */
   problems: Problem[];
   /** Notes that do not drop a route (such as a routed Service that is not headless). */
@@ -144,7 +148,19 @@ export function discoverRoutes(
     }
     if (found.length) devNamespaces[ns] = found;
   }
-  return { devNamespaces, problems, warnings };
+  return { devNamespaces, created: creationTimes(namespaces, Object.keys(devNamespaces)), problems, warnings };
+}
+
+/** The creation time of each of `names`, as RFC 3339 (client-node gives a Date, JSON a string). */
+function creationTimes(namespaces: readonly NamespaceObject[], names: readonly string[]): Record<string, string> {
+  const wanted = new Set(names);
+  const out: Record<string, string> = {};
+  for (const ns of namespaces) {
+    const { name, creationTimestamp: at } = ns.metadata ?? {};
+    const time = at instanceof Date ? at : new Date(at ?? NaN);
+    if (name && wanted.has(name) && !Number.isNaN(time.getTime())) out[name] = time.toISOString();
+  }
+  return out;
 }
 
 /** What is wrong with one Service's routing labels (empty when they are well-formed). */

@@ -118,6 +118,8 @@ describe("discovered services", () => {
     );
     expect(found).toEqual({
       devNamespaces: { "pr-1": [{ name: "d", versions: [{ version: "", service: "d" }], websocket: false }] },
+      // The namespace says no creation time.
+      created: {},
       problems: [],
       warnings: [],
     });

@@ -1,0 +1,184 @@
+// Capacity: which dev/PR namespaces are routed when not all fit in a
+// gateway's xDS ConfigMap. The limit is lowered so that a few namespaces
+// fill it (the same rule as at 1 MiB, on small tables); every check of
+// "fits" is on the real rendered files.
+import { describe, expect, it } from "vitest";
+import { admissionOrder, admitDevNamespaces, routedDevNamespaces } from "../../routing/capacity.js";
+import { GATEWAYS, routingConfig } from "../../routing/config/schema.js";
+import { discoverRoutes, type Discovered, type NamespaceObject } from "../../routing/discovery.js";
+import { routingLabels } from "../../routing/labels.js";
+import { configMapBytes, CONFIGMAP_LIMIT_BYTES, translateXdsFiles } from "../../routing/render.js";
+import { buildRoutingTable, type DevNamespaces } from "../../routing/table.js";
+import { stackConfig } from "./fixtures.js";
+
+const config = routingConfig(stackConfig("prod"));
+const AT = new Date("2026-12-01T12:00:00Z");
+const SERVICES = ["batch", "batch-driver", "ci", "memory", "query", "notebook", "workshop", "blog"];
+
+/** Bytes of one gateway's xDS files for these dev namespaces (production included). */
+const bytes = (dev: DevNamespaces, gateway: (typeof GATEWAYS)[number]) =>
+  configMapBytes(translateXdsFiles(config, buildRoutingTable(config, dev, "dev", AT), gateway).xds);
+const largest = (dev: DevNamespaces) => Math.max(...GATEWAYS.map((g) => bytes(dev, g)));
+
+/** Namespace name -> [services, minutes after a base instant it was created]. */
+function found(spec: Record<string, [number, number]>): Discovered {
+  const devNamespaces: DevNamespaces = {};
+  const created: Record<string, string> = {};
+  for (const [ns, [count, minute]] of Object.entries(spec)) {
+    devNamespaces[ns] = SERVICES.slice(0, count);
+    created[ns] = new Date(Date.UTC(2026, 10, 1, 0, minute)).toISOString();
+  }
+  return { devNamespaces, created, problems: [], warnings: [] };
+}
+
+const PRODUCTION = largest({});
+const four = SERVICES.slice(0, 4);
+/** The first dev/PR namespace of four Services also brings what every dev route shares; each further one adds its own. */
+const firstNamespace = largest({ "pr-a": four }) - PRODUCTION;
+const perNamespace = largest({ "pr-a": four, "pr-b": four }) - largest({ "pr-a": four });
+/** Room for `n` namespaces of four Services above production, and half of one more. */
+const roomFor = (n: number) => PRODUCTION + firstNamespace + Math.round((n - 0.5) * perNamespace);
+
+const routed = (d: Discovered) => Object.keys(d.devNamespaces).sort();
+const leftOut = (d: Discovered) => d.problems.map((p) => p.key.replace(/^Namespace /, ""));
+
+describe("capacity: dev/PR namespaces past what a ConfigMap holds", () => {
+  it("routes everything, unchanged, when everything fits", () => {
+    const all = found({ "pr-1": [4, 1], "pr-2": [4, 2] });
+    expect(admitDevNamespaces(config, all, AT)).toBe(all);
+  });
+
+  it("routes the oldest first, and reports each namespace left out on its own, naming the gateway and the rule", () => {
+    const all = found({ "pr-1": [4, 5], "pr-2": [4, 1], "pr-3": [4, 3], "pr-4": [4, 2], "pr-5": [4, 4] });
+    const limit = roomFor(3);
+    const d = admitDevNamespaces(config, all, AT, limit);
+    // Created at minutes 1..5: pr-2, pr-4, pr-3 are the oldest three; the names' order plays no part.
+    expect(routed(d)).toEqual(["pr-2", "pr-3", "pr-4"]);
+    expect(leftOut(d)).toEqual(["pr-5", "pr-1"]);
+    expect(d.problems[0]!.message).toMatch(
+      /^left out: its routes do not fit in the xDS ConfigMap of (internal-)?gateway, which holds [\d,]+ bytes with production and the 3 older dev\/PR namespaces routed \(at most [\d,]+ are filled, of the 1,048,576 Kubernetes allows\); dev\/PR namespaces are routed oldest first/,
+    );
+    expect(d.devNamespaces["pr-2"]).toEqual(all.devNamespaces["pr-2"]);
+    // The real files fit on both gateways, and none of the left-out namespaces would have.
+    expect(largest(d.devNamespaces)).toBeLessThanOrEqual(limit);
+    for (const ns of leftOut(d))
+      expect(largest({ ...d.devNamespaces, [ns]: all.devNamespaces[ns]! })).toBeGreaterThan(limit);
+  });
+
+  it("keeps discovery's problems and warnings, its own reports after them", () => {
+    const all = found({ "pr-1": [4, 1], "pr-2": [4, 2], "pr-3": [4, 3], "pr-4": [4, 4] });
+    const problem = { key: "Service pr-1/x", source: "namespaces" as const, message: "left out: bad label" };
+    const warning = { key: "Service pr-1/y", source: "namespaces" as const, message: "is not headless" };
+    const d = admitDevNamespaces(config, { ...all, problems: [problem], warnings: [warning] }, AT, roomFor(2));
+    expect(d.problems[0]).toBe(problem);
+    expect(d.warnings).toEqual([warning]);
+    expect(leftOut(d).slice(1)).toEqual(["pr-3", "pr-4"]);
+    expect(d.created).toBe(all.created);
+  });
+
+  it("skips a namespace too large to fit and still routes the younger ones that do: one namespace never freezes the others", () => {
+    const all = found({ "pr-old": [4, 1], "pr-huge": [8, 2], "pr-new": [2, 3], "pr-newer": [2, 4] });
+    const d = admitDevNamespaces(config, all, AT, roomFor(2));
+    expect(routed(d)).toEqual(["pr-new", "pr-newer", "pr-old"]);
+    expect(leftOut(d)).toEqual(["pr-huge"]);
+    expect(d.problems[0]!.message).toMatch(/with production and the 1 older dev\/PR namespaces routed/);
+  });
+
+  it("never pushes out a routed namespace for a new one; a deleted one makes room for the next in line", () => {
+    const limit = roomFor(3);
+    const before = admitDevNamespaces(config, found({ "pr-1": [4, 1], "pr-2": [4, 2], "pr-3": [4, 3] }), AT, limit);
+    expect(routed(before)).toEqual(["pr-1", "pr-2", "pr-3"]);
+    // A new namespace, first by name: it waits.
+    const grown = found({ "pr-1": [4, 1], "pr-2": [4, 2], "pr-3": [4, 3], "pr-0": [4, 4], "pr-9": [4, 5] });
+    const after = admitDevNamespaces(config, grown, AT, limit);
+    expect(routed(after)).toEqual(["pr-1", "pr-2", "pr-3"]);
+    expect(leftOut(after)).toEqual(["pr-0", "pr-9"]);
+    // pr-2 is deleted: the oldest waiting one (pr-0) takes its place, pr-9 still waits.
+    const { "pr-2": _, ...rest } = grown.devNamespaces;
+    const deleted = admitDevNamespaces(config, { ...grown, devNamespaces: rest }, AT, limit);
+    expect(routed(deleted)).toEqual(["pr-0", "pr-1", "pr-3"]);
+    expect(leftOut(deleted)).toEqual(["pr-9"]);
+  });
+
+  it("routes production alone when no dev/PR namespace fits", () => {
+    const d = admitDevNamespaces(config, found({ "pr-1": [4, 1], "pr-2": [2, 2] }), AT, PRODUCTION + 100);
+    expect(d.devNamespaces).toEqual({});
+    expect(leftOut(d)).toEqual(["pr-1", "pr-2"]);
+    expect(d.problems[1]!.message).toMatch(/which holds [\d,]+ bytes with production and the 0 older/);
+  });
+
+  it("fills a 1 MiB ConfigMap by default, keeping headroom, on the real prod stack", () => {
+    const spec: Record<string, [number, number]> = {};
+    for (let i = 0; i < 260; i++) spec[`pr-${1000 + i}`] = [8, i];
+    const all = found(spec);
+    const d = admitDevNamespaces(config, all, AT);
+    const size = largest(d.devNamespaces);
+    expect(size).toBeLessThanOrEqual(CONFIGMAP_LIMIT_BYTES - 8 * 1024);
+    // Nearly full: the next namespace in line would not have fitted under the headroom.
+    const next = leftOut(d)[0]!;
+    expect(next).toBe(`pr-${1000 + routed(d).length}`);
+    expect(largest({ ...d.devNamespaces, [next]: all.devNamespaces[next]! })).toBeGreaterThan(
+      CONFIGMAP_LIMIT_BYTES - 8 * 1024,
+    );
+  });
+
+  it("orders by creation time, then by name; a namespace without one comes first, as the API server always gives one", () => {
+    expect(
+      admissionOrder({
+        devNamespaces: { b: [], a: [], c: [], d: [] },
+        created: { a: "2026-11-01T00:02:00.000Z", b: "2026-11-01T00:01:00.000Z", c: "2026-11-01T00:01:00.000Z" },
+      }),
+    ).toEqual(["d", "b", "c", "a"]);
+  });
+});
+
+describe("capacity: discovery's creation times", () => {
+  const ns = (name: string, creationTimestamp?: Date | string): NamespaceObject => ({
+    metadata: { name, ...(creationTimestamp !== undefined ? { creationTimestamp } : {}) },
+  });
+  const svc = (namespace: string) => ({
+    metadata: {
+      namespace,
+      name: "batch",
+      labels: routingLabels({ service: "batch", weight: 100, replicas: 2, websocket: false }),
+    },
+    spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] },
+  });
+
+  it("records when each routed namespace was created, from a Date (client-node) or a string (JSON)", () => {
+    const d = discoverRoutes(
+      [
+        ns("pr-1", new Date("2026-11-01T10:00:00Z")),
+        ns("pr-2", "2026-11-02T10:00:00Z"),
+        ns("pr-3", "not a time"),
+        ns("pr-4"),
+      ],
+      ["pr-1", "pr-2", "pr-3", "pr-4"].map(svc),
+      "default",
+    );
+    expect(d.created).toEqual({ "pr-1": "2026-11-01T10:00:00.000Z", "pr-2": "2026-11-02T10:00:00.000Z" });
+  });
+
+  it("leaves out namespaces with nothing routed", () => {
+    const d = discoverRoutes(
+      [ns("pr-1", "2026-11-01T10:00:00Z"), ns("pr-2", "2026-11-01T10:00:00Z")],
+      [svc("pr-1")],
+      "default",
+    );
+    expect(d.created).toEqual({ "pr-1": "2026-11-01T10:00:00.000Z" });
+  });
+
+  it("discovers and admits in one step, as sync-routes, its watch and the program do", () => {
+    const stack = stackConfig("prod");
+    const d = routedDevNamespaces(
+      stack,
+      [ns("pr-1", "2026-11-01T10:00:00Z"), ns(stack.namespace, "2026-11-01T10:00:00Z")],
+      [svc("pr-1"), svc(stack.namespace)],
+      AT,
+    );
+    expect(d.devNamespaces).toEqual({
+      "pr-1": [{ name: "batch", versions: [{ version: "", service: "batch" }], websocket: false }],
+    });
+    expect(d.problems.map((p) => p.key)).toEqual([`Namespace ${stack.namespace}`]);
+  });
+});
