@@ -32,7 +32,14 @@ import {
 } from "../routes-provider/core.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import { routedDevNamespaces } from "../routing/capacity.js";
-import { ROUTED_SERVICE_SELECTOR, type Discovered } from "../routing/discovery.js";
+import {
+  ROUTED_SERVICE_SELECTOR,
+  type Discovered,
+  type NamespaceObject,
+  type ServiceObject,
+} from "../routing/discovery.js";
+import { routeStatusChanges } from "../routing/route-status.js";
+import { writeRouteStatus, type StatusWritten } from "../kube/route-status.js";
 import { routeTarget, type RoutesView } from "../routing/routes-view.js";
 import { isMoving, shiftFromSpec } from "../routing/shifts.js";
 import type { DevNamespaces } from "../routing/table.js";
@@ -52,12 +59,14 @@ export interface RouteChanges {
 export interface SyncResult extends RouteChanges {
   /** Nothing to change: no ConfigMap written, no engine run. */
   unchanged: boolean;
-  /** Milliseconds each step took: reading the stack (config and state, in parallel), discovery, rendering, writing, recording. */
-  steps: Partial<Record<"stack" | "discovery" | "render" | "write" | "record", number>>;
+  /** Milliseconds each step took: reading the stack (config and state, in parallel), discovery, rendering, writing, the route status, recording. */
+  steps: Partial<Record<"stack" | "discovery" | "render" | "write" | "status" | "record", number>>;
   /** Seconds until the ConfigMaps held the routes (the whole sync when unchanged). */
   liveSeconds: number;
   /** Seconds until the state recorded them (undefined: no engine run). */
   recordedSeconds?: number;
+  /** What the route status step wrote on the Services and namespaces. */
+  status: StatusWritten;
 }
 
 /** The stack config sync-routes works with: the routing config and the kubeconfig to write with. */
@@ -166,14 +175,53 @@ function firstDifference(a: unknown, b: unknown, path = ""): string | undefined 
   return path || "value";
 }
 
+/** What discovery listed, and what it found in it. */
+export interface Discovery {
+  namespaces: NamespaceObject[];
+  services: ServiceObject[];
+  found: Discovered;
+}
+
 /** Discovery as the program does it: the routed namespaces and Services (two list requests), cut to what fits at `now`. */
-export async function discover(sync: SyncConfig, now: Date): Promise<Discovered> {
+export async function discover(sync: SyncConfig, now: Date): Promise<Discovery> {
   const listed = await listRoutedObjects(
     loadKubeConfig(sync.kubeconfig),
     sync.config.devNamespaces.selector,
     ROUTED_SERVICE_SELECTOR,
   );
-  return routedDevNamespaces(sync.config, listed.namespaces, listed.services, now);
+  return { ...listed, found: routedDevNamespaces(sync.config, listed.namespaces, listed.services, now) };
+}
+
+/**
+ * Writes the route status of what `listed` holds (routing/route-status.ts):
+ * each dev/PR Service's annotation and Events, the Events of namespaces left
+ * out. `reported`: Events already created (kept by a watcher across syncs).
+ */
+export async function writeStatus(
+  sync: SyncConfig,
+  listed: Discovery,
+  planned: readonly PlannedResource[],
+  now: Date,
+  reported?: Set<string>,
+): Promise<StatusWritten> {
+  const changes = routeStatusChanges({
+    productionNamespace: sync.config.namespace,
+    protectedNamespaces: sync.config.devNamespaces.protected,
+    namespaces: listed.namespaces,
+    services: listed.services,
+    found: listed.found,
+    routes: Object.fromEntries(planned.map((p) => [p.facts.gateway, p.routes])),
+  });
+  if (changes.length === 0) return { annotated: 0, events: 0, failures: [] };
+  return writeRouteStatus(loadKubeConfig(sync.kubeconfig), changes, now, reported);
+}
+
+/** Lines saying what a status write did, when it did anything. */
+export function statusLines(s: StatusWritten): string[] {
+  const lines = s.failures.map((f) => `route status not written: ${f}`);
+  if (s.annotated + s.events > 0)
+    lines.push(`route status: ${s.annotated} Service annotations written, ${s.events} Events created`);
+  return lines;
 }
 
 /**
@@ -267,7 +315,8 @@ export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Pro
   if (state.length === 0)
     throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
   const now = new Date();
-  const found = await timed("discovery", () => discover(sync, now));
+  const listed = await timed("discovery", () => discover(sync, now));
+  const found = listed.found;
   for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
   const planned = await timed("render", () => plan(state, sync, found.devNamespaces, now));
   const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.routes])));
@@ -275,19 +324,29 @@ export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Pro
     const why = notRecorded(p);
     return why ? [`${p.state.name}: ${why}`] : [];
   });
-  if (reasons.length === 0) return { ...changes, unchanged: true, steps, liveSeconds: seconds() };
+  if (reasons.length === 0) {
+    const status = await timed("status", () => writeStatus(sync, listed, planned, now));
+    return { ...changes, unchanged: true, steps, liveSeconds: seconds(), status };
+  }
   // With routes to add, remove or change, that is the reason; otherwise say why the state is behind.
   if (changes.added.length + changes.removed.length + changes.changed.length === 0)
     options.log(`recording, because ${reasons.join("; ")}`);
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
   const written = await timed("write", () => writeLive(planned, found.devNamespaces, now, inState));
   const liveSeconds = seconds();
+  // The routes are live: say so on the Services before the (slower) record.
+  const status = await timed("status", () => writeStatus(sync, listed, planned, now));
   await timed("record", () => record(stack, state, written, options));
-  return { ...changes, unchanged: false, steps, liveSeconds, recordedSeconds: seconds() };
+  return { ...changes, unchanged: false, steps, liveSeconds, recordedSeconds: seconds(), status };
 }
 
 export function report(r: SyncResult): string[] {
-  const lines = [...r.added.map((l) => `+ ${l}`), ...r.removed.map((l) => `- ${l}`), ...r.changed.map((l) => `~ ${l}`)];
+  const lines = [
+    ...r.added.map((l) => `+ ${l}`),
+    ...r.removed.map((l) => `- ${l}`),
+    ...r.changed.map((l) => `~ ${l}`),
+    ...statusLines(r.status),
+  ];
   const counts = `${r.added.length} added, ${r.removed.length} removed, ${r.changed.length} changed`;
   if (r.unchanged)
     lines.push(

@@ -27,9 +27,11 @@ import {
   recorded,
   routeChanges,
   shiftsMoving,
+  statusLines,
   syncedRoutes,
   syncRecord,
   writeLive,
+  writeStatus,
   type SyncConfig,
   type SyncedRoutes,
   type SyncOptions,
@@ -78,6 +80,8 @@ export function watchRoutes(
   let firstSeen: number | undefined;
   /** The latest write not yet recorded (or being recorded). */
   let pending: SyncRecord | undefined;
+  /** Events already created (or found there): not asked for again while this watcher runs. */
+  const reported = new Set<string>();
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
 
@@ -131,12 +135,18 @@ export function watchRoutes(
       await objects.synced;
     }
     const now = new Date();
-    const found = routedDevNamespaces(sync.config, objects.namespaces(), objects.services(), now);
+    const listed = { namespaces: objects.namespaces(), services: objects.services() };
+    const found = routedDevNamespaces(sync.config, listed.namespaces, listed.services, now);
     for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
     const renderStart = Date.now();
     const planned = plan(state, sync, found.devNamespaces, now);
     const renderMs = Date.now() - renderStart;
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
+    // After any write: the routes are live when the Services say so.
+    const status = async () => {
+      const wrote = await writeStatus(sync, { ...listed, found }, planned, now, reported);
+      for (const line of statusLines(wrote)) options.log(line);
+    };
     if (changed.length === 0) {
       // Said once, after the first step on everything the watch read: from here on it only acts on changes.
       if (!caughtUp)
@@ -145,6 +155,7 @@ export function watchRoutes(
         );
       caughtUp = true;
       if (!planned.every(recorded)) queueRecord(syncRecord(planned, found.devNamespaces, now));
+      await status();
       return;
     }
     caughtUp = true;
@@ -167,6 +178,7 @@ export function watchRoutes(
     );
     options.onEvent?.({ kind: "live", seconds });
     queueRecord(wrote);
+    await status();
   };
 
   const queueRecord = (wrote: SyncRecord) => {

@@ -131,6 +131,7 @@ function leftOutProblem(ns: string, gateway: GatewayName, used: number, older: n
   return {
     key: `Namespace ${ns}`,
     source: "namespaces",
+    objects: [{ kind: "Namespace", name: ns }],
     message:
       `left out: its routes do not fit in the xDS ConfigMap of ${gateway}, which holds ${used.toLocaleString("en-US")} bytes ` +
       `with production and the ${older.toLocaleString("en-US")} older dev/PR namespaces routed (at most ${limit.toLocaleString("en-US")} are filled, ` +

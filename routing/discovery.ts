@@ -16,6 +16,7 @@ export interface ObjectMeta {
   namespace?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  uid?: string;
   /** A Date from client-node, an RFC 3339 string from JSON. */
   creationTimestamp?: Date | string;
   deletionTimestamp?: unknown;
@@ -88,6 +89,7 @@ export function discoverRoutes(
     key: `Namespace ${name}`,
     source: "namespaces",
     message: `carries the dev routing label but is not routed: ${why}`,
+    objects: [{ kind: "Namespace", name }],
   }));
   const routed = new Set(
     routedNamespaces(namespaces, productionNamespace).filter((ns) => !refused.some((r) => r.name === ns)),
@@ -103,7 +105,12 @@ export function discoverRoutes(
     const labels = svc.metadata?.labels ?? {};
     const errors = labelProblems(labels, svc);
     if (errors.length) {
-      problems.push({ key, source: "namespaces", message: `left out: ${errors.join("; ")}` });
+      problems.push({
+        key,
+        source: "namespaces",
+        message: `left out: ${errors.join("; ")}`,
+        objects: [{ kind: "Service", namespace: ns, name }],
+      });
       continue;
     }
     if (svc.spec?.clusterIP !== undefined && svc.spec.clusterIP !== "None") {
@@ -111,6 +118,7 @@ export function discoverRoutes(
         key,
         source: "namespaces",
         message: `is not headless (clusterIP ${svc.spec.clusterIP}): the gateways reach one virtual IP instead of every pod; set clusterIP: None`,
+        objects: [{ kind: "Service", namespace: ns, name }],
       });
     }
     const logical = labels[LABEL.service]!;
@@ -135,7 +143,12 @@ export function discoverRoutes(
       versions.sort((a, b) => (a.version.version < b.version.version ? -1 : 1));
       const problem = versionsProblem(versions) ?? shiftsProblem(logical, versions);
       if (problem) {
-        problems.push({ key: where, source: "namespaces", message: `left out: ${problem}` });
+        problems.push({
+          key: where,
+          source: "namespaces",
+          message: `left out: ${problem}`,
+          objects: versions.map((v) => ({ kind: "Service", namespace: ns, name: v.version.service })),
+        });
         continue;
       }
       const shifts = versions.flatMap((v) => (v.shift ? [v.shift] : []));

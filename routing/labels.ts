@@ -54,6 +54,13 @@ export function gatewayPodLabels(gateway: string): Record<string, string> {
 /** The annotation the routes resource sets on a gateway's pods after it writes their xDS ConfigMap: the kubelet then projects it at once. */
 export const XDS_DIGEST_ANNOTATION = `${PREFIX}/xds-digest`;
 
+/**
+ * The annotation sync-routes keeps on each labelled Service of a dev/PR
+ * namespace: where it is served (a URL per gateway), or why it is not
+ * (route-status.ts). The only field of a Service that identity may change.
+ */
+export const ROUTE_STATUS_ANNOTATION = `${PREFIX}/routes`;
+
 /** Labels of a routed Service for one version of a logical service. */
 export function routingLabels(args: {
   service: string;

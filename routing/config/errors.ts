@@ -41,6 +41,16 @@ export interface Problem {
   written?: string;
   /** Where the value is in the input it came from (keys and list indexes), for readers of files to name the line. */
   path?: readonly (string | number)[];
+  /** For a problem of discovered namespaces: the cluster objects it is about, which carry it as their route status (route-status.ts). */
+  objects?: readonly ClusterObject[];
+}
+
+/** A namespace, or a Service in one, as discovery listed it. */
+export interface ClusterObject {
+  kind: "Namespace" | "Service";
+  /** The Service's namespace (absent for a Namespace). */
+  namespace?: string;
+  name: string;
 }
 
 /** Prints a value for an error message: short, on one line, secrets never included by callers; NaN and infinities as such, not null. */

@@ -169,6 +169,7 @@ describe("discovered services", () => {
         source: "namespaces",
         message:
           "is not headless (clusterIP 10.0.0.7): the gateways reach one virtual IP instead of every pod; set clusterIP: None",
+        objects: [{ kind: "Service", namespace: "pr-2", name: "b" }],
       },
     ]);
   });
@@ -263,6 +264,7 @@ describe("the versions of one logical service", () => {
         key: "service web in namespace pr-1 (Service pr-1/web)",
         source: "namespaces",
         message: "left out: its only Service has weight 60; a single version takes all the traffic (100)",
+        objects: [{ kind: "Service", namespace: "pr-1", name: "web" }],
       },
     ]);
     expect(
@@ -288,6 +290,10 @@ describe("the versions of one logical service", () => {
         source: "namespaces",
         message:
           "left out: it has 2 versions but no traffic shift says how to split its traffic (annotate the new version's Service with envoy-gateways.io/shift-from, ...)",
+        objects: [
+          { kind: "Service", namespace: "pr-1", name: "web-blue" },
+          { kind: "Service", namespace: "pr-1", name: "web-green" },
+        ],
       },
     ]);
     const partly = [unweighted("blue"), svc("pr-1", "web-green", routed("web", { version: "green", weight: 10 }))];

@@ -172,6 +172,10 @@ describe("discovery", () => {
         source: "namespaces",
         message:
           "left out: it has weight labels (a=60, b=30) but no traffic shift; annotate the new version's Service with envoy-gateways.io/shift-from, envoy-gateways.io/shift-policy, envoy-gateways.io/shift-start and envoy-gateways.io/shift-duration",
+        objects: [
+          { kind: "Service", namespace: "pr-1", name: "web-a" },
+          { kind: "Service", namespace: "pr-1", name: "web-b" },
+        ],
       },
     ]);
   });

@@ -56,12 +56,13 @@ describe("sync-routes report", () => {
       ],
       changed: [],
     });
-    expect(report({ ...changes, unchanged: false, steps: {}, liveSeconds: 0.44, recordedSeconds: 9.81 }).at(-1)).toBe(
-      "routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed",
-    );
-    expect(report({ added: [], removed: [], changed: [], unchanged: true, steps: {}, liveSeconds: 0.63 })).toEqual([
-      "nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run",
-    ]);
+    const status = { annotated: 0, events: 0, failures: [] };
+    expect(
+      report({ ...changes, unchanged: false, steps: {}, liveSeconds: 0.44, recordedSeconds: 9.81, status }).at(-1),
+    ).toBe("routes live in 0.4s, recorded in the state in 9.8s: 2 added, 1 removed, 0 changed");
+    expect(
+      report({ added: [], removed: [], changed: [], unchanged: true, steps: {}, liveSeconds: 0.63, status }),
+    ).toEqual(["nothing to change (0.6s): the ConfigMaps and the state hold these routes; no engine run"]);
   });
 
   it("reports nothing for an unchanged state", () => {
@@ -278,11 +279,18 @@ describe("sync-routes: what it reports and plans", () => {
       unchanged: false,
       steps: {},
       liveSeconds: 1.26,
+      status: {
+        annotated: 3,
+        events: 4,
+        failures: ["annotating Service pr-1/a: u is not allowed to (403 Forbidden: no)"],
+      },
     };
     expect(report(r)).toEqual([
       "+ a on gateway: x",
       "- b on gateway: y",
       "~ c on gateway: z",
+      "route status not written: annotating Service pr-1/a: u is not allowed to (403 Forbidden: no)",
+      "route status: 3 Service annotations written, 4 Events created",
       "routes live in 1.3s: 1 added, 1 removed, 1 changed",
     ]);
     expect(report({ ...r, recordedSeconds: 12.04 }).at(-1)).toBe(

@@ -48,6 +48,9 @@ vi.mock("../../route-sync/stack.js", () => ({
 vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   // What a record is given, as the real one builds it.
   syncRecord: (await importOriginal<typeof import("../../route-sync/sync.js")>()).syncRecord,
+  statusLines: (await importOriginal<typeof import("../../route-sync/sync.js")>()).statusLines,
+  // The route status of an empty cluster: nothing to write (test/e2e/routes.test.ts writes it on a real one).
+  writeStatus: async () => ({ annotated: 0, events: 0, failures: [] }),
   syncedRoutes: () => ({}),
   shiftsMoving: () => false,
   routeChanges: () => h.changes,
