@@ -2,19 +2,27 @@
 // list and watch namespaces and Services cluster-wide (discovery), get and
 // patch only the gateways' xDS ConfigMaps (the routes resource), and list and
 // patch pods in the gateways' namespace (the annotation that makes the
-// kubelet project a changed ConfigMap at once). RBAC cannot narrow a pod patch,
-// and that namespace holds the production pods too: a ValidatingAdmissionPolicy
-// lets the identity's pod patches through only when they change nothing but that
-// annotation, on a gateway pod. The cluster-wide objects are named after the
+// kubelet project a changed ConfigMap at once), and, for the route status
+// developers read (routing/route-status.ts), patch Services and create Events
+// cluster-wide. RBAC cannot narrow a patch to one field, and the pods' and
+// Services' namespaces hold production too: ValidatingAdmissionPolicies let
+// the identity's pod patches through only when they change nothing but the
+// digest annotation, on a gateway pod; its Service patches only when they
+// change nothing but the route status annotation, on a routed Service outside
+// the gateways' and the protected namespaces; and its Events only when they
+// are route status Events about a Service or a namespace. The cluster-wide objects are named after the
 // gateways' namespace: two stacks on one cluster (dev and prod, each in its own
 // namespace) each own theirs.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { LABEL, MANAGED_BY, XDS_DIGEST_ANNOTATION } from "../routing/labels.js";
+import { ROUTE_STATUS_COMPONENT } from "../kube/route-status.js";
+import { LABEL, MANAGED_BY, ROUTE_STATUS_ANNOTATION, XDS_DIGEST_ANNOTATION } from "../routing/labels.js";
 
 export interface RouteSyncAccessArgs {
   /** Namespace of the gateways (and their xDS ConfigMaps). */
   namespace: string;
+  /** Namespaces never routed as dev/PR namespaces (devNamespaces.protected): their Services are never annotated. */
+  protectedNamespaces: string[];
   /** Names of the xDS ConfigMaps the identity may write. */
   configMaps: pulumi.Input<string>[];
   /** The gateways whose pods the identity may annotate with the xDS digest (their Deployments' names). */
@@ -33,8 +41,50 @@ export function routeSyncPodsPolicyName(namespace: string): string {
   return `envoy-gateways-route-sync-pods-${namespace}`;
 }
 
+/** The name of the admission policy (and its binding) on the route-sync identity's route status writes, and of its ClusterRole for them. */
+export function routeSyncStatusName(namespace: string): string {
+  return `envoy-gateways-route-sync-status-${namespace}`;
+}
+
 /** A CEL string literal. */
 const cel = (s: string) => JSON.stringify(s);
+
+/**
+ * Validations of an update by which only `annotation` may change: the spec,
+ * the labels (in the `labels` variable: the old object's), the owners, the
+ * finalizers and every other annotation stay as they are (`only` says what
+ * the identity may do).
+ */
+function onlyAnnotationChanges(
+  annotation: string,
+  only: string,
+): k8s.types.input.admissionregistration.v1.Validation[] {
+  const others = (map: string) => `${map}.filter(k, k != ${cel(annotation)})`;
+  return [
+    {
+      expression:
+        "object.spec == oldObject.spec && object.metadata.?labels.orValue({}) == variables.labels && " +
+        "object.metadata.?ownerReferences.orValue([]) == oldObject.metadata.?ownerReferences.orValue([]) && " +
+        "object.metadata.?finalizers.orValue([]) == oldObject.metadata.?finalizers.orValue([])",
+      message: `${only}; its spec, labels, owners and finalizers stay as they are`,
+      reason: "Forbidden",
+    },
+    {
+      expression:
+        `${others("variables.annotations")}.all(k, k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.annotations[k]) && ` +
+        `${others("variables.oldAnnotations")}.all(k, k in variables.annotations)`,
+      message: `${only}; no other annotation changes`,
+      reason: "Forbidden",
+    },
+  ];
+}
+
+/** The variables `onlyAnnotationChanges` reads. */
+const UPDATE_VARIABLES = [
+  { name: "labels", expression: "oldObject.metadata.?labels.orValue({})" },
+  { name: "annotations", expression: "object.metadata.?annotations.orValue({})" },
+  { name: "oldAnnotations", expression: "oldObject.metadata.?annotations.orValue({})" },
+];
 
 /** A CEL condition on the request that holds when it comes from one of `subjects` (as RBAC binds them). */
 export function fromSubjects(subjects: k8s.types.input.rbac.v1.Subject[]): pulumi.Output<string> {
@@ -61,7 +111,6 @@ export function routeSyncPodsPolicy(
   gateways: string[],
   subjects: k8s.types.input.rbac.v1.Subject[],
 ): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec {
-  const others = (map: string) => `${map}.filter(k, k != ${cel(XDS_DIGEST_ANNOTATION)})`;
   const only = `the route-sync identity may only set the ${XDS_DIGEST_ANNOTATION} annotation on the gateway pods`;
   return {
     failurePolicy: "Fail",
@@ -70,11 +119,7 @@ export function routeSyncPodsPolicy(
       resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods"] }],
     },
     matchConditions: [{ name: "route-sync-identity", expression: fromSubjects(subjects) }],
-    variables: [
-      { name: "labels", expression: "oldObject.metadata.?labels.orValue({})" },
-      { name: "annotations", expression: "object.metadata.?annotations.orValue({})" },
-      { name: "oldAnnotations", expression: "oldObject.metadata.?annotations.orValue({})" },
-    ],
+    variables: UPDATE_VARIABLES,
     validations: [
       {
         expression:
@@ -83,19 +128,58 @@ export function routeSyncPodsPolicy(
         messageExpression: `${cel(`${only}; `)} + oldObject.metadata.name + " is not one"`,
         reason: "Forbidden",
       },
-      {
+      ...onlyAnnotationChanges(XDS_DIGEST_ANNOTATION, only),
+    ],
+  };
+}
+
+/**
+ * The admission policy on the route-sync identity's route status writes,
+ * cluster-wide: a Service update must be of a Service carrying the routing
+ * label, outside the gateways' namespace and the protected ones, and change
+ * nothing but the route status annotation; an Event must be a route status
+ * Event (its source and reason) about a Service or a namespace.
+ */
+export function routeSyncStatusPolicy(
+  namespace: string,
+  protectedNamespaces: string[],
+  subjects: k8s.types.input.rbac.v1.Subject[],
+): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec {
+  const only = `the route-sync identity may only set the ${ROUTE_STATUS_ANNOTATION} annotation on routed dev/PR Services`;
+  const onServices = (v: k8s.types.input.admissionregistration.v1.Validation) => ({
+    ...v,
+    expression: `request.resource.resource != "services" || (${v.expression as string})`,
+  });
+  const reasons = ["Routed", "NotRouted", "RouteWarning"];
+  return {
+    failurePolicy: "Fail",
+    matchConstraints: {
+      resourceRules: [
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["services"] },
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["events"] },
+      ],
+    },
+    matchConditions: [{ name: "route-sync-identity", expression: fromSubjects(subjects) }],
+    // Events have no oldObject: the variables are read only for Services.
+    variables: UPDATE_VARIABLES.map((v) => ({
+      ...v,
+      expression: `request.resource.resource == "services" ? ${v.expression} : {}`,
+    })),
+    validations: [
+      onServices({
         expression:
-          "object.spec == oldObject.spec && object.metadata.?labels.orValue({}) == variables.labels && " +
-          "object.metadata.?ownerReferences.orValue([]) == oldObject.metadata.?ownerReferences.orValue([]) && " +
-          "object.metadata.?finalizers.orValue([]) == oldObject.metadata.?finalizers.orValue([])",
-        message: `${only}; its spec, labels, owners and finalizers stay as they are`,
+          `variables.labels[?${cel(LABEL.service)}].hasValue() && ` +
+          `!(oldObject.metadata.namespace in ${JSON.stringify([namespace, ...protectedNamespaces])})`,
+        messageExpression: `${cel(`${only}; `)} + oldObject.metadata.namespace + "/" + oldObject.metadata.name + " is not one"`,
         reason: "Forbidden",
-      },
+      }),
+      ...onlyAnnotationChanges(ROUTE_STATUS_ANNOTATION, only).map(onServices),
       {
         expression:
-          `${others("variables.annotations")}.all(k, k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.annotations[k]) && ` +
-          `${others("variables.oldAnnotations")}.all(k, k in variables.annotations)`,
-        message: `${only}; no other annotation changes`,
+          `request.resource.resource != "events" || (` +
+          `object.?source.component.orValue("") == ${cel(ROUTE_STATUS_COMPONENT)} && ` +
+          `object.reason in ${JSON.stringify(reasons)} && object.involvedObject.kind in ["Service", "Namespace"])`,
+        message: `the route-sync identity may only create route status Events (source ${ROUTE_STATUS_COMPONENT}, reason ${reasons.join(", ")}) about Services and namespaces`,
         reason: "Forbidden",
       },
     ],
@@ -172,6 +256,45 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
       },
       // Bound only once the admission policy is: the identity never holds the pod patch unchecked.
       { ...child, dependsOn: [podsPolicyBinding] },
+    );
+    const statusName = routeSyncStatusName(args.namespace);
+    const statusPolicy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+      `${name}-status`,
+      {
+        metadata: { name: statusName, labels },
+        spec: routeSyncStatusPolicy(args.namespace, args.protectedNamespaces, subjects),
+      },
+      child,
+    );
+    const statusPolicyBinding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+      `${name}-status`,
+      {
+        metadata: { name: statusName, labels },
+        spec: { policyName: statusPolicy.metadata.name, validationActions: ["Deny"] },
+      },
+      child,
+    );
+    const status = new k8s.rbac.v1.ClusterRole(
+      `${name}-status`,
+      {
+        metadata: { name: statusName, labels },
+        rules: [
+          // The route status annotation on dev/PR Services, and Events saying what changed (the admission policy narrows both).
+          { apiGroups: [""], resources: ["services"], verbs: ["patch"] },
+          { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+        ],
+      },
+      child,
+    );
+    new k8s.rbac.v1.ClusterRoleBinding(
+      `${name}-status`,
+      {
+        metadata: { name: statusName, labels },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: status.metadata.name },
+        subjects,
+      },
+      // Bound only once the admission policy is: the identity never holds the Service patch unchecked.
+      { ...child, dependsOn: [statusPolicyBinding] },
     );
     this.registerOutputs({ serviceAccount: this.serviceAccount.metadata.name });
   }

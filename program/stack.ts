@@ -165,6 +165,7 @@ export function declareStack(
     "route-sync",
     {
       namespace: config.namespace,
+      protectedNamespaces: [...config.devNamespaces.protected],
       configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name),
       gateways: [...GATEWAYS],
     },

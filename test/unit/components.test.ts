@@ -581,7 +581,12 @@ describe("the route-sync identity's access", () => {
   it("lists and watches namespaces and Services, and writes only the named ConfigMaps and the gateway pods, bound to its ServiceAccount", async () => {
     const { resources } = await declaring(
       () =>
-        new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: ["gateway-xds"], gateways: ["gateway"] }),
+        new RouteSyncAccess("route-sync", {
+          namespace: "edge",
+          protectedNamespaces: ["kube-system"],
+          configMaps: ["gateway-xds"],
+          gateways: ["gateway"],
+        }),
     );
     const labels = { "app.kubernetes.io/managed-by": "envoy-gateways", "app.kubernetes.io/component": "route-sync" };
     const subjects = [{ kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: "edge" }];
@@ -636,7 +641,13 @@ describe("the route-sync identity's access", () => {
     const ci = [{ kind: "User", name: "ci@example.org", apiGroup: "rbac.authorization.k8s.io" }];
     const { resources } = await declaring(
       () =>
-        new RouteSyncAccess("route-sync", { namespace: "edge", configMaps: [], gateways: ["gateway"], subjects: ci }),
+        new RouteSyncAccess("route-sync", {
+          namespace: "edge",
+          protectedNamespaces: ["kube-system"],
+          configMaps: [],
+          gateways: ["gateway"],
+          subjects: ci,
+        }),
     );
     expect(
       named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", "envoy-gateways-route-sync-discover-edge")
@@ -652,6 +663,7 @@ describe("the route-sync identity's access", () => {
       () =>
         new RouteSyncAccess("route-sync", {
           namespace: "edge",
+          protectedNamespaces: ["kube-system"],
           configMaps: [],
           gateways: ["gateway", "internal-gateway"],
         }),
@@ -710,6 +722,74 @@ describe("the route-sync identity's access", () => {
     ]);
   });
 
+  it("may patch Services and create Events cluster-wide only through the status admission policy, bound before the ClusterRole", async () => {
+    const { resources, options } = await declaring(
+      () =>
+        new RouteSyncAccess("route-sync", {
+          namespace: "edge",
+          protectedNamespaces: ["kube-system", "kube-public"],
+          configMaps: [],
+          gateways: ["gateway"],
+        }),
+    );
+    const name = "envoy-gateways-route-sync-status-edge";
+    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRole", name).inputs.rules).toEqual([
+      { apiGroups: [""], resources: ["services"], verbs: ["patch"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+    ]);
+    expect(named(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding", name).inputs.subjects).toEqual([
+      { kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: "edge" },
+    ]);
+    const policy = named(resources, "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", name).inputs.spec;
+    expect(policy.failurePolicy).toBe("Fail");
+    // Every namespace: dev/PR namespaces come and go.
+    expect(policy.matchConstraints).toEqual({
+      resourceRules: [
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["services"] },
+        { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["events"] },
+      ],
+    });
+    expect(policy.matchConditions).toEqual([
+      {
+        name: "route-sync-identity",
+        expression: 'request.userInfo.username == "system:serviceaccount:edge:envoy-gateways-route-sync"',
+      },
+    ]);
+    // The CEL the real API server ran in test/e2e/routes.test.ts (its refusals asserted there).
+    const validations = policy.validations as { expression: string; message?: string }[];
+    expect(validations[0]!.expression).toBe(
+      'request.resource.resource != "services" || (variables.labels[?"envoy-gateways.io/service"].hasValue() && ' +
+        '!(oldObject.metadata.namespace in ["edge","kube-system","kube-public"]))',
+    );
+    expect(
+      validations
+        .slice(1, 3)
+        .map((v) => [v.expression.startsWith('request.resource.resource != "services" || ('), v.message]),
+    ).toEqual([
+      [
+        true,
+        "the route-sync identity may only set the envoy-gateways.io/routes annotation on routed dev/PR Services; its spec, labels, owners and finalizers stay as they are",
+      ],
+      [
+        true,
+        "the route-sync identity may only set the envoy-gateways.io/routes annotation on routed dev/PR Services; no other annotation changes",
+      ],
+    ]);
+    expect(validations[2]!.expression).toContain('variables.annotations.filter(k, k != "envoy-gateways.io/routes")');
+    expect(validations[3]!.expression).toBe(
+      'request.resource.resource != "events" || (object.?source.component.orValue("") == "envoy-gateways-route-sync" && ' +
+        'object.reason in ["Routed","NotRouted","RouteWarning"] && object.involvedObject.kind in ["Service", "Namespace"])',
+    );
+    const dependsOn = optionsOf(
+      options,
+      "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+      "route-sync-status",
+    ).dependsOn as pulumi.Resource[];
+    expect(await Promise.all(dependsOn.map((r) => value(r.urn)))).toEqual([
+      expect.stringMatching(/ValidatingAdmissionPolicyBinding::route-sync-status$/),
+    ]);
+  });
+
   it("recognises each kind of subject RBAC binds in the policy's condition on the request", async () => {
     const condition = await value(
       fromSubjects([
@@ -726,16 +806,45 @@ describe("the route-sync identity's access", () => {
 
   it("names its cluster-wide objects after the gateways' namespace, so two stacks on one cluster do not share them", async () => {
     const { resources } = await declaring(() => [
-      new RouteSyncAccess("prod", { namespace: "edge", configMaps: [], gateways: ["gateway"] }),
-      new RouteSyncAccess("dev", { namespace: "edge-dev", configMaps: [], gateways: ["gateway"] }),
+      new RouteSyncAccess("prod", {
+        namespace: "edge",
+        protectedNamespaces: ["kube-system"],
+        configMaps: [],
+        gateways: ["gateway"],
+      }),
+      new RouteSyncAccess("dev", {
+        namespace: "edge-dev",
+        protectedNamespaces: ["kube-system"],
+        configMaps: [],
+        gateways: ["gateway"],
+      }),
     ]);
     const clusterWide = (type: string) =>
-      of(resources, `rbac.authorization.k8s.io/v1:${type}`).map((r) => r.inputs.metadata.name);
-    const names = ["envoy-gateways-route-sync-discover-edge", "envoy-gateways-route-sync-discover-edge-dev"];
+      of(resources, `rbac.authorization.k8s.io/v1:${type}`)
+        .map((r) => r.inputs.metadata.name)
+        .sort();
+    const names = [
+      "envoy-gateways-route-sync-discover-edge",
+      "envoy-gateways-route-sync-discover-edge-dev",
+      "envoy-gateways-route-sync-status-edge",
+      "envoy-gateways-route-sync-status-edge-dev",
+    ];
     expect(clusterWide("ClusterRole")).toEqual(names);
+    expect(
+      of(resources, "admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        .map((r) => r.inputs.metadata.name)
+        .sort(),
+    ).toEqual([
+      "envoy-gateways-route-sync-pods-edge",
+      "envoy-gateways-route-sync-pods-edge-dev",
+      "envoy-gateways-route-sync-status-edge",
+      "envoy-gateways-route-sync-status-edge-dev",
+    ]);
     expect(clusterWide("ClusterRoleBinding")).toEqual(names);
-    expect(of(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding").map((r) => r.inputs.roleRef.name)).toEqual(
-      names,
-    );
+    expect(
+      of(resources, "rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+        .map((r) => r.inputs.roleRef.name)
+        .sort(),
+    ).toEqual(names);
   });
 });
