@@ -10,17 +10,10 @@
 import type { Problem } from "./config/errors.js";
 import { GATEWAYS, type GatewayName, type RoutingConfig, type StackConfig } from "./config/schema.js";
 import { routingConfig } from "./config/routing-config.js";
+import { MAX_XDS_BYTES } from "./config/services.js";
 import { discoverRoutes, type Discovered, type NamespaceObject, type ServiceObject } from "./discovery.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, translateXdsFiles } from "./render.js";
 import { buildRoutingTable, type DevNamespaces } from "./table.js";
-
-/**
- * Room kept free below Kubernetes' limit when namespaces are admitted: a
- * shift's weights are rendered again at later instants (a weight's digits
- * change), so a ConfigMap filled to the last byte at one instant could be
- * a few bytes over at the next.
- */
-export const CAPACITY_HEADROOM_BYTES = 8 * 1024;
 
 /**
  * Discovery as every caller does it (sync-routes, its watch, the program):
@@ -35,7 +28,9 @@ export function routedDevNamespaces(
 ): Discovered {
   const found = discoverRoutes(namespaces, services, config.namespace, config.devNamespaces.protected);
   // Nothing discovered, nothing to render: production alone is the stack config's to fit.
-  return Object.keys(found.devNamespaces).length ? admitDevNamespaces(routingConfig(config), found, now) : found;
+  return Object.keys(found.devNamespaces).length
+    ? admitDevNamespaces(routingConfig(config), found, now, config.devNamespaces.maxXdsBytes)
+    : found;
 }
 
 /** What the gateways route of the discovered namespaces: the admitted ones, and discovery's problems plus one per namespace left out. */
@@ -43,20 +38,28 @@ export function admitDevNamespaces(
   config: RoutingConfig,
   found: Discovered,
   now: Date,
-  limit: number = CONFIGMAP_LIMIT_BYTES - CAPACITY_HEADROOM_BYTES,
+  limit: number = MAX_XDS_BYTES,
 ): Discovered {
   const order = admissionOrder(found);
-  const size = (devNamespaces: DevNamespaces, gateway: GatewayName, of: RoutingConfig = config) =>
+  const measure: Size = (of, devNamespaces, gateway) =>
     configMapBytes(translateXdsFiles(of, buildRoutingTable(of, devNamespaces, "dev namespaces", now), gateway).xds);
-  const over = (devNamespaces: DevNamespaces) => GATEWAYS.filter((g) => size(devNamespaces, g) > limit);
-  if (over(found.devNamespaces).length === 0) return found;
+  const size = (devNamespaces: DevNamespaces, gateway: GatewayName) => measure(config, devNamespaces, gateway);
+  /** The gateway furthest over the limit with these namespaces, and by how much (undefined: they fit). */
+  const excessOf = (names: readonly string[]) => {
+    const worst = GATEWAYS.map((gateway) => ({
+      gateway,
+      bytes: size(pick(found.devNamespaces, names), gateway) - limit,
+    })).sort((a, b) => b.bytes - a.bytes)[0]!;
+    return worst.bytes > 0 ? worst : undefined;
+  };
+  if (excessOf(order) === undefined) return found;
 
-  const estimates = GATEWAYS.map((g) => estimator(config, order, found.devNamespaces, g, size));
+  const estimates = GATEWAYS.map((g) => estimator(config, order, found.devNamespaces, g, measure));
   const admitted: string[] = [];
   const leftOut = new Map<string, Problem>();
   const used = estimates.map((e) => e.production);
   for (const ns of order) {
-    const needs = estimates.map((e, i) => used[i]! + e.cost(ns, admitted.length === 0));
+    const needs = estimates.map((e, i) => used[i]! + e.cost(ns));
     const full = needs.findIndex((n) => n > limit);
     if (full >= 0) {
       leftOut.set(ns, leftOutProblem(ns, GATEWAYS[full]!, used[full]!, admitted.length, limit));
@@ -65,18 +68,40 @@ export function admitDevNamespaces(
     admitted.push(ns);
     needs.forEach((n, i) => (used[i] = n));
   }
-  // The estimates add up each namespace's own bytes; the shared values the
-  // YAML writes once can make the real files differ a little. Check the
-  // real files, and leave out the youngest admitted until they fit.
+  // The estimates add up each namespace's own bytes; the values the files
+  // write once (anchors) can make the real files differ a little. Check the
+  // real files: while over, leave out the youngest admitted, as many as the
+  // excess takes by their estimates, then put back, oldest first, those of
+  // them that still fit.
   for (;;) {
-    const full = over(pick(found.devNamespaces, admitted));
-    if (full.length === 0 || admitted.length === 0) break;
-    const gateway = full[0]!;
-    const ns = admitted.pop()!;
-    leftOut.set(
-      ns,
-      leftOutProblem(ns, gateway, size(pick(found.devNamespaces, admitted), gateway), admitted.length, limit),
-    );
+    const excess = excessOf(admitted);
+    if (excess === undefined || admitted.length === 0) break;
+    const dropped: string[] = [];
+    for (let saved = 0; saved < excess.bytes && admitted.length > 0;) {
+      const ns = admitted.pop()!;
+      dropped.unshift(ns);
+      saved += Math.max(...estimates.map((e) => e.cost(ns)));
+    }
+    if (excessOf(admitted) !== undefined) {
+      for (const ns of dropped)
+        leftOut.set(ns, leftOutProblem(ns, excess.gateway, excess.bytes + limit, admitted.length, limit));
+      continue;
+    }
+    for (const ns of dropped) {
+      const over = excessOf([...admitted, ns]);
+      if (over === undefined) admitted.push(ns);
+      else
+        leftOut.set(
+          ns,
+          leftOutProblem(
+            ns,
+            over.gateway,
+            size(pick(found.devNamespaces, admitted), over.gateway),
+            admitted.length,
+            limit,
+          ),
+        );
+    }
   }
   return {
     ...found,
@@ -96,36 +121,57 @@ export function admissionOrder(found: Pick<Discovered, "devNamespaces" | "create
 interface Estimator {
   /** Bytes of the gateway's files with production routes only (exact). */
   production: number;
-  /** Bytes one namespace adds; `first`: it is the first dev/PR namespace, which also brings what every dev route shares. */
-  cost: (ns: string, first: boolean) => number;
+  /** Bytes one namespace adds. */
+  cost: (ns: string) => number;
 }
 
 /**
- * Each namespace's bytes on one gateway, measured on files with no
- * production services (so the production routes are rendered once, not
- * once per namespace): a namespace alone adds its own routes and clusters
- * plus what every dev route shares (written once); two namespaces tell the
- * shared part apart. Next to production some of that shared part is
- * written already: one namespace rendered with production says how much
- * the first one really adds.
+ * Each namespace's bytes on one gateway. The files write a value used more
+ * than once only once (an anchor; a short string only once it is used often
+ * enough to save bytes), so what a namespace adds depends on what is already
+ * there: the oldest few are measured one after the other next to production;
+ * every other namespace next to those, where what dev routes share is
+ * written once already and a namespace adds its own routes and clusters. Those are measured without production's routes (the same bytes
+ * for the namespace, without rendering production once per namespace). The
+ * real files are checked after (admitDevNamespaces).
  */
 function estimator(
   config: RoutingConfig,
   order: readonly string[],
   devNamespaces: DevNamespaces,
   gateway: GatewayName,
-  size: (devNamespaces: DevNamespaces, gateway: GatewayName, of?: RoutingConfig) => number,
+  size: Size,
 ): Estimator {
+  const production = size(config, {}, gateway);
+  const reference = referenceNamespaces(order, devNamespaces);
+  const costs = new Map<string, number>();
+  let before = production;
+  reference.forEach((ns, i) => {
+    const after = size(config, pick(devNamespaces, reference.slice(0, i + 1)), gateway);
+    costs.set(ns, after - before);
+    before = after;
+  });
   const devOnly: RoutingConfig = { ...config, services: [], shifts: [] };
-  const empty = size({}, gateway, devOnly);
-  const alone = new Map(order.map((ns) => [ns, size(pick(devNamespaces, [ns]), gateway, devOnly) - empty]));
-  const production = size({}, gateway);
-  const [a, b] = order as [string, string | undefined];
-  if (b === undefined) return { production, cost: (ns) => alone.get(ns)! };
-  const shared = alone.get(a)! + alone.get(b)! - (size(pick(devNamespaces, [a, b]), gateway, devOnly) - empty);
-  const sharedNextToProduction = size(pick(devNamespaces, [a]), gateway) - production - (alone.get(a)! - shared);
-  return { production, cost: (ns, first) => alone.get(ns)! - shared + (first ? sharedNextToProduction : 0) };
+  const base = size(devOnly, pick(devNamespaces, reference), gateway);
+  for (const ns of order.slice(2))
+    costs.set(ns, size(devOnly, pick(devNamespaces, [...reference, ns]), gateway) - base);
+  return { production, cost: (ns) => costs.get(ns)! };
 }
+
+/** The oldest namespaces the others are measured next to: at least two, holding at least 8 services. */
+function referenceNamespaces(order: readonly string[], devNamespaces: DevNamespaces): string[] {
+  const out: string[] = [];
+  let services = 0;
+  for (const ns of order) {
+    if (out.length >= 2 && services >= 8) break;
+    out.push(ns);
+    services += devNamespaces[ns]!.length;
+  }
+  return out;
+}
+
+/** Bytes of a gateway's xDS ConfigMap for a config's production services and these dev/PR namespaces. */
+type Size = (config: RoutingConfig, devNamespaces: DevNamespaces, gateway: GatewayName) => number;
 
 function leftOutProblem(ns: string, gateway: GatewayName, used: number, older: number, limit: number): Problem {
   return {
@@ -134,8 +180,8 @@ function leftOutProblem(ns: string, gateway: GatewayName, used: number, older: n
     objects: [{ kind: "Namespace", name: ns }],
     message:
       `left out: its routes do not fit in the xDS ConfigMap of ${gateway}, which holds ${used.toLocaleString("en-US")} bytes ` +
-      `with production and the ${older.toLocaleString("en-US")} older dev/PR namespaces routed (at most ${limit.toLocaleString("en-US")} are filled, ` +
-      `of the ${CONFIGMAP_LIMIT_BYTES.toLocaleString("en-US")} Kubernetes allows); dev/PR namespaces are routed oldest first, ` +
+      `with production and the ${older.toLocaleString("en-US")} older dev/PR namespaces routed (devNamespaces.maxXdsBytes: ${limit.toLocaleString("en-US")}; ` +
+      `Kubernetes allows ${CONFIGMAP_LIMIT_BYTES.toLocaleString("en-US")}); dev/PR namespaces are routed oldest first, ` +
       `so it is routed once older ones are deleted or it routes fewer Services`,
   };
 }

@@ -12,6 +12,13 @@ export const SERVICE_RESOURCES = {
   limits: { cpu: "1", memory: "512Mi" },
 } as const;
 
+/**
+ * The most a gateway's xDS ConfigMap is filled to with dev/PR routes: the
+ * 1 MiB Kubernetes allows in a ConfigMap, less 8 KiB of headroom (a shift's
+ * weights are rendered again later, and a weight's digits change).
+ */
+export const MAX_XDS_BYTES = 1024 * 1024 - 8 * 1024;
+
 export const productionService = z.strictObject({
   /** Service name: served at <name>.<domain> and <name>.<internalDomain>. */
   name: dnsLabel,
@@ -81,4 +88,9 @@ export const devNamespaces = z.strictObject({
    * sync's report, the others still routed. The gateways' own namespace is never one either.
    */
   protected: z.array(dnsLabel, { error: "must be a list of namespace names" }).default([...PROTECTED_NAMESPACES]),
+  /**
+   * The most bytes dev/PR routes may fill a gateway's xDS ConfigMap to, production included:
+   * past it, the namespaces that do not fit are left out, the oldest routed first.
+   */
+  maxXdsBytes: intIn(65_536, MAX_XDS_BYTES, "a whole number of bytes").default(MAX_XDS_BYTES),
 });

@@ -56,7 +56,7 @@ describe("capacity: dev/PR namespaces past what a ConfigMap holds", () => {
     expect(routed(d)).toEqual(["pr-2", "pr-3", "pr-4"]);
     expect(leftOut(d)).toEqual(["pr-5", "pr-1"]);
     expect(d.problems[0]!.message).toMatch(
-      /^left out: its routes do not fit in the xDS ConfigMap of (internal-)?gateway, which holds [\d,]+ bytes with production and the 3 older dev\/PR namespaces routed \(at most [\d,]+ are filled, of the 1,048,576 Kubernetes allows\); dev\/PR namespaces are routed oldest first/,
+      /^left out: its routes do not fit in the xDS ConfigMap of (internal-)?gateway, which holds [\d,]+ bytes with production and the 3 older dev\/PR namespaces routed \(devNamespaces.maxXdsBytes: [\d,]+; Kubernetes allows 1,048,576\); dev\/PR namespaces are routed oldest first/,
     );
     expect(d.devNamespaces["pr-2"]).toEqual(all.devNamespaces["pr-2"]);
     // The real files fit on both gateways, and none of the left-out namespaces would have.
@@ -166,6 +166,25 @@ describe("capacity: discovery's creation times", () => {
       "default",
     );
     expect(d.created).toEqual({ "pr-1": "2026-11-01T10:00:00.000Z" });
+  });
+
+  it("fills a gateway's ConfigMap up to devNamespaces.maxXdsBytes", () => {
+    const stack = stackConfig("prod");
+    const small = { ...stack, devNamespaces: { ...stack.devNamespaces, maxXdsBytes: 65_536 } };
+    const names = Array.from({ length: 80 }, (_, i) => `pr-${10 + i}`);
+    const d = routedDevNamespaces(
+      small,
+      names.map((n, i) => ns(n, new Date(Date.UTC(2026, 10, 1, 0, i)))),
+      names.map(svc),
+      AT,
+    );
+    const routedCount = Object.keys(d.devNamespaces).length;
+    expect(routedCount).toBeGreaterThan(0);
+    expect(routedCount).toBeLessThan(names.length);
+    expect(Object.keys(d.devNamespaces)).toEqual(names.slice(0, routedCount));
+    expect(largest(d.devNamespaces)).toBeLessThanOrEqual(65_536);
+    expect(largest({ ...d.devNamespaces, [names[routedCount]!]: ["batch"] })).toBeGreaterThan(65_536);
+    expect(d.problems[0]!.message).toContain("(devNamespaces.maxXdsBytes: 65,536; Kubernetes allows 1,048,576)");
   });
 
   it("discovers and admits in one step, as sync-routes, its watch and the program do", () => {

@@ -128,6 +128,7 @@ describe("stack config", () => {
         rateLimit: 200,
         upstreamTls: "verify",
         protected: ["kube-system", "kube-public", "kube-node-lease"],
+        maxXdsBytes: 1_040_384,
       },
       auth: {
         service: "auth",
@@ -587,6 +588,20 @@ describe("stack config", () => {
       { protected: "kube-system" },
       "envoy-gateways:devNamespaces.protected",
       /must be a list of namespace names/,
+    ],
+    [
+      "ConfigMap capacity past what Kubernetes allows",
+      "devNamespaces",
+      { maxXdsBytes: 1_048_576 },
+      "envoy-gateways:devNamespaces.maxXdsBytes",
+      /must be a whole number of bytes from 65,536 to 1,040,384 \(got/,
+    ],
+    [
+      "ConfigMap capacity too small for production",
+      "devNamespaces",
+      { maxXdsBytes: 1000 },
+      "envoy-gateways:devNamespaces.maxXdsBytes",
+      /must be a whole number of bytes from 65,536 to 1,040,384 \(got/,
     ],
     [
       "auth path without slash",
