@@ -92,5 +92,5 @@ export const devNamespaces = z.strictObject({
    * The most bytes dev/PR routes may fill a gateway's xDS ConfigMap to, production included:
    * past it, the namespaces that do not fit are left out, the oldest routed first.
    */
-  maxXdsBytes: intIn(65_536, MAX_XDS_BYTES, "a whole number of bytes").default(MAX_XDS_BYTES),
+  maxXdsBytes: intIn(16_384, MAX_XDS_BYTES, "a whole number of bytes").default(MAX_XDS_BYTES),
 });

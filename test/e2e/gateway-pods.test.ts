@@ -32,6 +32,7 @@ import {
   type Load,
 } from "../support/gateway-client.js";
 import { gatewayMetrics, metricSum } from "../support/gateway-metrics.js";
+import { serviceAccountKubeConfig } from "../support/cluster.js";
 import { ProgramStack } from "../support/program.js";
 import { connectFrom, httpGetFrom, NODE, processInPod } from "../support/pod-network.js";
 import { DEV_LABEL, isReady, until, Workloads } from "../support/workloads.js";
@@ -483,22 +484,7 @@ describe("the route-sync identity on the real API server", () => {
   let core: CoreV1Api;
 
   beforeAll(async () => {
-    const admin = new KubeConfig();
-    admin.loadFromFile(cluster.kubeconfig);
-    const token = (
-      await w.core.createNamespacedServiceAccountToken({
-        name: "envoy-gateways-route-sync",
-        namespace: "default",
-        body: { spec: { audiences: [], expirationSeconds: 600 } },
-      })
-    ).status!.token;
-    as = new KubeConfig();
-    as.loadFromOptions({
-      clusters: [{ ...admin.getCurrentCluster()!, name: "local" }],
-      users: [{ name: "route-sync", token }],
-      contexts: [{ name: "route-sync", cluster: "local", user: "route-sync" }],
-      currentContext: "route-sync",
-    });
+    as = await serviceAccountKubeConfig(cluster, "default", "envoy-gateways-route-sync");
     core = as.makeApiClient(CoreV1Api);
   });
 

@@ -4,9 +4,11 @@
 // edit and `up` repairs it, failures change nothing, and --watch follows
 // namespaces as they come.
 import { readFileSync } from "node:fs";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { withApiServerStopped } from "../support/cluster.js";
+import { LABEL, ROUTE_STATUS_ANNOTATION } from "../../routing/labels.js";
+import { writeRouteStatus } from "../../kube/route-status.js";
+import { serviceAccountKubeConfig, withApiServerStopped } from "../support/cluster.js";
 import { ProgramStack, routedServiceBody, type ScriptRun } from "../support/program.js";
 
 const cluster = inject("cluster");
@@ -40,6 +42,31 @@ async function xds(gateway = "gateway"): Promise<Record<string, string>> {
 }
 
 const routeOf = (ns: string, svc: string) => `"path_separated_prefix":"/${ns}/${svc}"`;
+
+/** The route status annotation of a Service. */
+async function statusOf(namespace: string, name: string): Promise<string | undefined> {
+  return (await stack.core().readNamespacedService({ name, namespace })).metadata?.annotations?.[
+    ROUTE_STATUS_ANNOTATION
+  ];
+}
+
+/** The Events about an object, as [type, reason, message]. */
+async function eventsAbout(namespace: string, kind: string, name: string): Promise<string[][]> {
+  const events = await stack
+    .core()
+    .listNamespacedEvent({ namespace, fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}` });
+  return events.items.map((e) => [e.type!, e.reason!, e.message!]);
+}
+
+/** The production routes' names in an rds.yaml (their namespace is the gateways'). */
+function productionRoutes(rds: string): string[] {
+  return [...rds.matchAll(/"name":"(default\/[a-z0-9-]+)"/g)].map((m) => m[1]!).sort();
+}
+
+/** Bytes of a ConfigMap's data as Kubernetes counts them. */
+function bytesOf(data: Record<string, string>): number {
+  return Object.entries(data).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+}
 
 describe("sync-routes", () => {
   it("adds a labelled namespace's routes and clusters to both gateways, printing them", async () => {
@@ -95,6 +122,100 @@ describe("sync-routes", () => {
         await label(ns, null);
         await core.deleteNamespacedService({ name: "e2e-protected", namespace: ns }).catch(() => undefined);
       }
+    }
+  });
+
+  it("says on each Service where it is served, or why not, with one Event each; a bad label leaves its neighbour routed", async () => {
+    const core = stack.core();
+    const namespace = "pr-e2e-status";
+    await stack.createNamespace(namespace, { [DEV]: "dev" });
+    await core.createNamespacedService({ namespace, body: routedServiceBody("good") });
+    const bad = routedServiceBody("bad");
+    bad.metadata!.labels![LABEL.port] = "444";
+    await core.createNamespacedService({ namespace, body: bad });
+    const r = await syncRoutes();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/route status: [1-9]\d* Service annotations written, [1-9]\d* Events created/);
+    const served =
+      "https://internal.dev.example.org/pr-e2e-status/good (gateway), https://internal.dev.hail/pr-e2e-status/good (internal-gateway)";
+    const why =
+      'not routed: Service pr-e2e-status/bad left out: label envoy-gateways.io/port="444" must be "443" (the gateways speak TLS to every pod on 443)';
+    expect(await statusOf(namespace, "good")).toBe(served);
+    expect(await statusOf(namespace, "bad")).toBe(why);
+    expect(await eventsAbout(namespace, "Service", "good")).toEqual([["Normal", "Routed", `served at ${served}`]]);
+    expect(await eventsAbout(namespace, "Service", "bad")).toEqual([["Warning", "NotRouted", why]]);
+    for (const gateway of ["gateway", "internal-gateway"]) {
+      expect((await xds(gateway))["rds.yaml"]).toContain(routeOf(namespace, "good"));
+      expect((await xds(gateway))["rds.yaml"]).not.toContain(`/${namespace}/bad`);
+    }
+    // Again: nothing new to say, so nothing written and no second Event.
+    const again = await syncRoutes();
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).not.toContain("route status:");
+    expect(await eventsAbout(namespace, "Service", "bad")).toHaveLength(1);
+    expect(await eventsAbout(namespace, "Service", "good")).toHaveLength(1);
+  });
+
+  it("past devNamespaces.maxXdsBytes routes the oldest namespaces that fit, says so on the others, and recovers as one is deleted", async () => {
+    const services = ["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"];
+    // Created first, last by name: the order is by creation time.
+    const [oldest, younger, youngest] = ["pr-e2e-cap-z", "pr-e2e-cap-a", "pr-e2e-cap-0"];
+    await devNamespace(oldest, services);
+    await new Promise((r) => setTimeout(r, 1_100)); // creation times have whole seconds
+    await devNamespace(younger, services);
+    const both = await syncRoutes();
+    expect(both.code, both.stderr).toBe(0);
+    const full = Math.max(
+      ...(await Promise.all(["gateway", "internal-gateway"].map(async (g) => bytesOf(await xds(g))))),
+    );
+    const production = productionRoutes((await xds())["rds.yaml"]!);
+    expect(production.length).toBeGreaterThan(0);
+    const MAX = "envoy-gateways:devNamespaces.maxXdsBytes";
+    await stack.ws.ok(["config", "set", "--stack", stack.ws.stack, "--path", MAX, String(full - 1)]);
+    try {
+      const cut = await syncRoutes();
+      expect(cut.code, cut.stderr).toBe(0);
+      const out = cut.stdout + cut.stderr;
+      expect(out).toMatch(
+        new RegExp(
+          `Namespace ${younger} left out: its routes do not fit in the xDS ConfigMap of (internal-)?gateway, which holds [\\d,]+ bytes with production and the \\d+ older dev/PR namespaces routed \\(devNamespaces.maxXdsBytes: ${(full - 1).toLocaleString("en-US")};`,
+        ),
+      );
+      expect(out).toContain(`- ${younger}/s1 on gateway`);
+      expect(out).not.toContain(`- ${oldest}/`);
+      const cutRds = (await xds())["rds.yaml"]!;
+      expect(cutRds).toContain(routeOf(oldest, "s8"));
+      expect(cutRds).not.toContain(`/${younger}/`);
+      expect(productionRoutes(cutRds)).toEqual(production);
+      expect(await statusOf(younger, "s1")).toMatch(
+        new RegExp(`^not routed: Namespace ${younger} left out: its routes do not fit`),
+      );
+      const onNamespace = await eventsAbout("default", "Namespace", younger);
+      expect(onNamespace.map(([type, reason]) => [type, reason])).toEqual([["Warning", "NotRouted"]]);
+
+      // A newer namespace waits too, and never pushes out a routed one.
+      await devNamespace(youngest, services);
+      const newer = await syncRoutes();
+      expect(newer.code, newer.stderr).toBe(0);
+      expect(newer.stdout + newer.stderr).toContain(`Namespace ${youngest} left out:`);
+      expect((await xds())["rds.yaml"]).toContain(routeOf(oldest, "s1"));
+
+      // The oldest goes: the next in line by age takes its place, the youngest still waits.
+      await stack.core().deleteNamespace({ name: oldest });
+      const recovered = await syncRoutes();
+      expect(recovered.code, recovered.stderr).toBe(0);
+      expect(recovered.stdout).toContain(`+ ${younger}/s1 on gateway`);
+      expect(recovered.stdout + recovered.stderr).toContain(`Namespace ${youngest} left out:`);
+      const rds = (await xds())["rds.yaml"]!;
+      expect(rds).toContain(routeOf(younger, "s1"));
+      expect(rds).not.toContain(`/${oldest}/`);
+      expect(rds).not.toContain(`/${youngest}/`);
+      expect(productionRoutes(rds)).toEqual(production);
+      expect(await statusOf(younger, "s1")).toBe(
+        `https://internal.dev.example.org/${younger}/s1 (gateway), https://internal.dev.hail/${younger}/s1 (internal-gateway)`,
+      );
+    } finally {
+      await stack.ws.ok(["config", "rm", "--stack", stack.ws.stack, "--path", MAX]);
     }
   });
 
@@ -213,6 +334,99 @@ describe("sync-routes", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
     expect(await xds()).toEqual(before);
+  });
+});
+
+describe("the route-sync identity's route status writes on the real API server", () => {
+  const namespace = "pr-e2e-identity";
+  const POLICY = "ValidatingAdmissionPolicy 'envoy-gateways-route-sync-status-default'";
+  const only = `the route-sync identity may only set the ${ROUTE_STATUS_ANNOTATION} annotation on routed dev/PR Services`;
+  let as: KubeConfig;
+  let core: CoreV1Api;
+
+  beforeAll(async () => {
+    await devNamespace(namespace, ["api"]);
+    await stack
+      .core()
+      .createNamespacedService({ namespace, body: { metadata: { name: "plain" }, spec: { ports: [{ port: 80 }] } } });
+    as = await serviceAccountKubeConfig(cluster, "default", "envoy-gateways-route-sync");
+    core = as.makeApiClient(CoreV1Api);
+  });
+
+  /** What the API server answers the identity's merge patch of a Service: "allowed", or the status and message of the refusal. */
+  async function patched(ns: string, name: string, body: object): Promise<string> {
+    try {
+      await core.patchNamespacedService(
+        { name, namespace: ns, body },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      return "allowed";
+    } catch (e) {
+      if (!(e instanceof ApiException)) throw e;
+      return `${e.code} ${(JSON.parse(String(e.body)) as { message: string }).message}`;
+    }
+  }
+
+  it("writes the status annotation and route status Events through the same code sync-routes runs", async () => {
+    const api = await stack.core().readNamespacedService({ name: "api", namespace });
+    const wrote = await writeRouteStatus(
+      as,
+      [
+        {
+          object: { kind: "Service", namespace, name: "api", uid: api.metadata!.uid! },
+          annotation: "e2e-check",
+          events: [{ type: "Normal", reason: "Routed", message: "e2e-check" }],
+        },
+        {
+          object: { kind: "Namespace", name: namespace },
+          events: [{ type: "Warning", reason: "NotRouted", message: "e2e-check" }],
+        },
+      ],
+      new Date(),
+    );
+    expect(wrote).toEqual({ annotated: 1, events: 2, failures: [] });
+    expect(await statusOf(namespace, "api")).toBe("e2e-check");
+    expect(await eventsAbout(namespace, "Service", "api")).toContainEqual(["Normal", "Routed", "e2e-check"]);
+    expect(await eventsAbout("default", "Namespace", namespace)).toContainEqual(["Warning", "NotRouted", "e2e-check"]);
+  });
+
+  it("is refused a Service's labels, spec or another annotation, production's and unlabelled Services, and other Events", async () => {
+    expect(await patched(namespace, "api", { metadata: { labels: { "e2e-check": "x" } } })).toBe(
+      `403 services "api" is forbidden: ${POLICY} with binding 'envoy-gateways-route-sync-status-default' denied request: ${only}; its spec, labels, owners and finalizers stay as they are`,
+    );
+    expect(await patched(namespace, "api", { spec: { selector: { app: "evil" } } })).toContain(
+      `${only}; its spec, labels, owners and finalizers stay as they are`,
+    );
+    expect(await patched(namespace, "api", { metadata: { annotations: { "e2e-check/other": "x" } } })).toContain(
+      `${only}; no other annotation changes`,
+    );
+    const status = { metadata: { annotations: { [ROUTE_STATUS_ANNOTATION]: "x" } } };
+    expect(await patched(namespace, "plain", status)).toContain(`${only}; ${namespace}/plain is not one`);
+    const [production] = (
+      await stack.core().listNamespacedService({ namespace: "default", labelSelector: LABEL.service })
+    ).items;
+    expect(await patched("default", production!.metadata!.name!, status)).toContain(
+      `${only}; default/${production!.metadata!.name!} is not one`,
+    );
+    const event = (reason: string, kind = "Service") => ({
+      metadata: { name: `e2e-${reason.toLowerCase()}-${kind.toLowerCase()}`, namespace },
+      involvedObject: { apiVersion: "v1", kind, name: "api", namespace },
+      type: "Normal",
+      reason,
+      message: "x",
+      source: { component: "envoy-gateways-route-sync" },
+    });
+    for (const body of [event("Killing"), event("Routed", "Pod")])
+      await expect(core.createNamespacedEvent({ namespace, body })).rejects.toMatchObject({ code: 403 });
+    // RBAC: no Service delete, no Secret.
+    await expect(core.deleteNamespacedService({ name: "api", namespace })).rejects.toMatchObject({ code: 403 });
+    await expect(core.listNamespacedSecret({ namespace })).rejects.toMatchObject({ code: 403 });
+    // Nothing of it reached the Services.
+    const api = await stack.core().readNamespacedService({ name: "api", namespace });
+    expect(api.metadata?.labels?.["e2e-check"]).toBeUndefined();
+    expect(api.metadata?.annotations?.["e2e-check/other"]).toBeUndefined();
+    expect(api.spec?.selector).toEqual({ app: "api" });
+    expect(await statusOf(namespace, "plain")).toBeUndefined();
   });
 });
 

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { repoRoot, requireComponents } from "./components.js";
 
 const run = promisify(execFile);
@@ -148,4 +149,35 @@ async function apiServerReady(cluster: LocalCluster): Promise<boolean> {
     req.on("error", () => resolve(false));
     req.on("timeout", () => req.destroy());
   });
+}
+
+/**
+ * A kubeconfig for the local cluster as a ServiceAccount (a short-lived
+ * token the admin requests for it): what an identity the program grants may
+ * do, on the real API server.
+ */
+export async function serviceAccountKubeConfig(
+  cluster: Pick<LocalCluster, "kubeconfig">,
+  namespace: string,
+  name: string,
+): Promise<KubeConfig> {
+  const admin = new KubeConfig();
+  admin.loadFromFile(cluster.kubeconfig);
+  const token = (
+    await admin
+      .makeApiClient(CoreV1Api)
+      .createNamespacedServiceAccountToken({
+        name,
+        namespace,
+        body: { spec: { audiences: [], expirationSeconds: 600 } },
+      })
+  ).status!.token;
+  const as = new KubeConfig();
+  as.loadFromOptions({
+    clusters: [{ ...admin.getCurrentCluster()!, name: "local" }],
+    users: [{ name, token }],
+    contexts: [{ name, cluster: "local", user: name }],
+    currentContext: name,
+  });
+  return as;
 }

@@ -594,14 +594,14 @@ describe("stack config", () => {
       "devNamespaces",
       { maxXdsBytes: 1_048_576 },
       "envoy-gateways:devNamespaces.maxXdsBytes",
-      /must be a whole number of bytes from 65,536 to 1,040,384 \(got/,
+      /must be a whole number of bytes from 16,384 to 1,040,384 \(got/,
     ],
     [
       "ConfigMap capacity too small for production",
       "devNamespaces",
       { maxXdsBytes: 1000 },
       "envoy-gateways:devNamespaces.maxXdsBytes",
-      /must be a whole number of bytes from 65,536 to 1,040,384 \(got/,
+      /must be a whole number of bytes from 16,384 to 1,040,384 \(got/,
     ],
     [
       "auth path without slash",
