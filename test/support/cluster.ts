@@ -164,13 +164,11 @@ export async function serviceAccountKubeConfig(
   const admin = new KubeConfig();
   admin.loadFromFile(cluster.kubeconfig);
   const token = (
-    await admin
-      .makeApiClient(CoreV1Api)
-      .createNamespacedServiceAccountToken({
-        name,
-        namespace,
-        body: { spec: { audiences: [], expirationSeconds: 600 } },
-      })
+    await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+      name,
+      namespace,
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    })
   ).status!.token;
   const as = new KubeConfig();
   as.loadFromOptions({
