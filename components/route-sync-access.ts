@@ -186,6 +186,21 @@ export function routeSyncStatusPolicy(
   };
 }
 
+/** A ValidatingAdmissionPolicy and its binding that denies what the policy refuses; returns the binding (what grants wait for). */
+function denyingPolicy(
+  name: string,
+  metadata: { name: string; labels: Record<string, string> },
+  spec: k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec,
+  opts: pulumi.CustomResourceOptions,
+): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding {
+  const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(name, { metadata, spec }, opts);
+  return new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+    name,
+    { metadata, spec: { policyName: policy.metadata.name, validationActions: ["Deny"] } },
+    opts,
+  );
+}
+
 export class RouteSyncAccess extends pulumi.ComponentResource {
   readonly serviceAccount: k8s.core.v1.ServiceAccount;
 
@@ -219,20 +234,10 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
       },
       child,
     );
-    const podsPolicy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+    const podsPolicyBinding = denyingPolicy(
       `${name}-pods`,
-      {
-        metadata: { name: routeSyncPodsPolicyName(args.namespace), labels },
-        spec: routeSyncPodsPolicy(args.namespace, args.gateways, subjects),
-      },
-      child,
-    );
-    const podsPolicyBinding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-      `${name}-pods`,
-      {
-        metadata: { name: routeSyncPodsPolicyName(args.namespace), labels },
-        spec: { policyName: podsPolicy.metadata.name, validationActions: ["Deny"] },
-      },
+      { name: routeSyncPodsPolicyName(args.namespace), labels },
+      routeSyncPodsPolicy(args.namespace, args.gateways, subjects),
       child,
     );
     const write = new k8s.rbac.v1.Role(
@@ -258,20 +263,10 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
       { ...child, dependsOn: [podsPolicyBinding] },
     );
     const statusName = routeSyncStatusName(args.namespace);
-    const statusPolicy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+    const statusPolicyBinding = denyingPolicy(
       `${name}-status`,
-      {
-        metadata: { name: statusName, labels },
-        spec: routeSyncStatusPolicy(args.namespace, args.protectedNamespaces, subjects),
-      },
-      child,
-    );
-    const statusPolicyBinding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-      `${name}-status`,
-      {
-        metadata: { name: statusName, labels },
-        spec: { policyName: statusPolicy.metadata.name, validationActions: ["Deny"] },
-      },
+      { name: statusName, labels },
+      routeSyncStatusPolicy(args.namespace, args.protectedNamespaces, subjects),
       child,
     );
     const status = new k8s.rbac.v1.ClusterRole(
