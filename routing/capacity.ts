@@ -43,71 +43,89 @@ export function admitDevNamespaces(
   const order = admissionOrder(found);
   const measure: Size = (of, devNamespaces, gateway) =>
     configMapBytes(translateXdsFiles(of, buildRoutingTable(of, devNamespaces, "dev namespaces", now), gateway).xds);
-  const size = (devNamespaces: DevNamespaces, gateway: GatewayName) => measure(config, devNamespaces, gateway);
-  /** The gateway furthest over the limit with these namespaces, and by how much (undefined: they fit). */
-  const excessOf = (names: readonly string[]) => {
-    const worst = GATEWAYS.map((gateway) => ({
-      gateway,
-      bytes: size(pick(found.devNamespaces, names), gateway) - limit,
-    })).sort((a, b) => b.bytes - a.bytes)[0]!;
-    return worst.bytes > 0 ? worst : undefined;
+  const bytes = (names: readonly string[]) =>
+    GATEWAYS.map((gateway) => ({ gateway, bytes: measure(config, pick(found.devNamespaces, names), gateway) }));
+  if (bytes(order).every((b) => b.bytes <= limit)) return found;
+  const estimates = GATEWAYS.map((g) => ({ gateway: g, ...estimator(config, order, found.devNamespaces, g, measure) }));
+  const { admitted, leftOut } = admit(order, limit, { bytes, estimates });
+  return {
+    ...found,
+    devNamespaces: pick(found.devNamespaces, admitted),
+    problems: [
+      ...found.problems,
+      ...order.flatMap((ns) => {
+        const why = leftOut.get(ns);
+        return why ? [leftOutProblem(ns, why, limit)] : [];
+      }),
+    ],
   };
-  if (excessOf(order) === undefined) return found;
+}
 
-  const estimates = GATEWAYS.map((g) => estimator(config, order, found.devNamespaces, g, measure));
+/** How admission measures a gateway's files: exactly, for a set of namespaces; by estimate, per namespace. */
+export interface Measures {
+  /** Each gateway's bytes with production and these namespaces. */
+  bytes: (names: readonly string[]) => { gateway: GatewayName; bytes: number }[];
+  /** Each gateway's bytes with production alone, and what each namespace adds to them. */
+  estimates: { gateway: GatewayName; production: number; cost: (ns: string) => number }[];
+}
+
+/** Why a namespace is left out: the gateway it did not fit, what that held, and how many older namespaces were routed. */
+export interface LeftOut {
+  gateway: GatewayName;
+  used: number;
+  older: number;
+}
+
+/**
+ * The admission itself, on measures: the namespaces in `order` that fit
+ * under `limit` on every gateway, each one that does not left out with why.
+ * The estimates add up each namespace's own bytes; the values the files
+ * write once (anchors) can make the real files differ a little, so the real
+ * files are checked after: while over, the youngest admitted are left out,
+ * as many as the excess takes by their estimates, then those of them that
+ * still fit are put back, oldest first.
+ */
+export function admit(
+  order: readonly string[],
+  limit: number,
+  measures: Measures,
+): { admitted: string[]; leftOut: Map<string, LeftOut> } {
+  const { estimates } = measures;
   const admitted: string[] = [];
-  const leftOut = new Map<string, Problem>();
+  const leftOut = new Map<string, LeftOut>();
   const used = estimates.map((e) => e.production);
   for (const ns of order) {
     const needs = estimates.map((e, i) => used[i]! + e.cost(ns));
     const full = needs.findIndex((n) => n > limit);
     if (full >= 0) {
-      leftOut.set(ns, leftOutProblem(ns, GATEWAYS[full]!, used[full]!, admitted.length, limit));
+      leftOut.set(ns, { gateway: estimates[full]!.gateway, used: used[full]!, older: admitted.length });
       continue;
     }
     admitted.push(ns);
     needs.forEach((n, i) => (used[i] = n));
   }
-  // The estimates add up each namespace's own bytes; the values the files
-  // write once (anchors) can make the real files differ a little. Check the
-  // real files: while over, leave out the youngest admitted, as many as the
-  // excess takes by their estimates, then put back, oldest first, those of
-  // them that still fit.
-  for (;;) {
-    const excess = excessOf(admitted);
-    if (excess === undefined || admitted.length === 0) break;
+  /** The gateway furthest over the limit with these namespaces, with its bytes (undefined: they fit). */
+  const worst = (names: readonly string[]) => {
+    const most = measures.bytes(names).reduce((a, b) => (b.bytes > a.bytes ? b : a));
+    return most.bytes > limit ? most : undefined;
+  };
+  for (let over = worst(admitted); over !== undefined && admitted.length > 0; over = worst(admitted)) {
     const dropped: string[] = [];
-    for (let saved = 0; saved < excess.bytes && admitted.length > 0;) {
+    for (let saved = 0; saved < over.bytes - limit && admitted.length > 0;) {
       const ns = admitted.pop()!;
       dropped.unshift(ns);
       saved += Math.max(...estimates.map((e) => e.cost(ns)));
     }
-    if (excessOf(admitted) !== undefined) {
-      for (const ns of dropped)
-        leftOut.set(ns, leftOutProblem(ns, excess.gateway, excess.bytes + limit, admitted.length, limit));
-      continue;
-    }
     for (const ns of dropped) {
-      const over = excessOf([...admitted, ns]);
-      if (over === undefined) admitted.push(ns);
-      else
-        leftOut.set(
-          ns,
-          leftOutProblem(
-            ns,
-            over.gateway,
-            size(pick(found.devNamespaces, admitted), over.gateway),
-            admitted.length,
-            limit,
-          ),
-        );
+      const still = worst([...admitted, ns]);
+      if (still === undefined) admitted.push(ns);
+      else {
+        const used = measures.bytes(admitted).find((b) => b.gateway === still.gateway)!.bytes;
+        leftOut.set(ns, { gateway: still.gateway, used, older: admitted.length });
+      }
     }
   }
-  return {
-    ...found,
-    devNamespaces: pick(found.devNamespaces, admitted),
-    problems: [...found.problems, ...order.filter((ns) => leftOut.has(ns)).map((ns) => leftOut.get(ns)!)],
-  };
+  return { admitted, leftOut };
 }
 
 /** The discovered namespaces in admission order: oldest first (creation time), then by name. */
@@ -173,7 +191,7 @@ function referenceNamespaces(order: readonly string[], devNamespaces: DevNamespa
 /** Bytes of a gateway's xDS ConfigMap for a config's production services and these dev/PR namespaces. */
 type Size = (config: RoutingConfig, devNamespaces: DevNamespaces, gateway: GatewayName) => number;
 
-function leftOutProblem(ns: string, gateway: GatewayName, used: number, older: number, limit: number): Problem {
+function leftOutProblem(ns: string, { gateway, used, older }: LeftOut, limit: number): Problem {
   return {
     key: `Namespace ${ns}`,
     source: "namespaces",

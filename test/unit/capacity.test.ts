@@ -3,8 +3,14 @@
 // fill it (the same rule as at 1 MiB, on small tables); every check of
 // "fits" is on the real rendered files.
 import { describe, expect, it } from "vitest";
-import { admissionOrder, admitDevNamespaces, routedDevNamespaces } from "../../routing/capacity.js";
-import { GATEWAYS, routingConfig } from "../../routing/config/schema.js";
+import {
+  admissionOrder,
+  admit,
+  admitDevNamespaces,
+  routedDevNamespaces,
+  type Measures,
+} from "../../routing/capacity.js";
+import { GATEWAYS, routingConfig, type GatewayName } from "../../routing/config/schema.js";
 import { discoverRoutes, type Discovered, type NamespaceObject } from "../../routing/discovery.js";
 import { routingLabels } from "../../routing/labels.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, translateXdsFiles } from "../../routing/render.js";
@@ -199,5 +205,69 @@ describe("capacity: discovery's creation times", () => {
       "pr-1": [{ name: "batch", versions: [{ version: "", service: "batch" }], websocket: false }],
     });
     expect(d.problems.map((p) => p.key)).toEqual([`Namespace ${stack.namespace}`]);
+  });
+});
+
+describe("capacity: admission on measures", () => {
+  /** Namespaces of these sizes on two gateways (internal-gateway's a tenth smaller); `extra`: bytes the real files add past `after` namespaces (what anchors make differ). */
+  function measures(sizes: Record<string, number>, { extra = 0, after = Infinity } = {}): Measures {
+    const real = (names: readonly string[], gateway: GatewayName) => {
+      const scale = gateway === "gateway" ? 1 : 0.9;
+      const sum = names.reduce((n, ns) => n + sizes[ns]!, 1_000);
+      return Math.round(scale * sum) + (names.length > after ? extra : 0);
+    };
+    return {
+      bytes: (names) => GATEWAYS.map((gateway) => ({ gateway, bytes: real(names, gateway) })),
+      estimates: GATEWAYS.map((gateway) => ({
+        gateway,
+        production: real([], gateway),
+        cost: (ns) => real([ns], gateway) - real([], gateway),
+      })),
+    };
+  }
+
+  it("admits in order each namespace that fits, and says why each other one does not", () => {
+    const sizes = { a: 400, b: 700, c: 300, d: 200 };
+    const { admitted, leftOut } = admit(["a", "b", "c", "d"], 1_950, measures(sizes));
+    expect(admitted).toEqual(["a", "c", "d"]);
+    expect(leftOut).toEqual(new Map([["b", { gateway: "gateway", used: 1_400, older: 1 }]]));
+  });
+
+  it("checks the real files: when the estimates fall short, leaves out the youngest and puts back what still fits", () => {
+    const sizes = { a: 300, b: 300, c: 300, d: 100, e: 100 };
+    // Estimates: 1,000 + 1,100 = 2,100 fits all five; the real files add 250 past three namespaces.
+    const { admitted, leftOut } = admit(["a", "b", "c", "d", "e"], 2_200, measures(sizes, { extra: 250, after: 3 }));
+    // Real: a+b+c = 1,900 (no extra); +d = 2,250 over; so d and e cannot both join, and neither alone: 2,250 and 2,250.
+    expect(admitted).toEqual(["a", "b", "c"]);
+    expect([...leftOut.keys()]).toEqual(["d", "e"]);
+    expect(leftOut.get("d")).toEqual({ gateway: "gateway", used: 1_900, older: 3 });
+    const more = admit(["a", "b", "c", "d", "e"], 2_260, measures(sizes, { extra: 250, after: 3 }));
+    // 2,260: d fits (2,250), then e does not (2,350): the youngest left out, the next put back.
+    expect(more.admitted).toEqual(["a", "b", "c", "d"]);
+    expect(more.leftOut).toEqual(new Map([["e", { gateway: "gateway", used: 2_250, older: 4 }]]));
+  });
+
+  it("leaves out every namespace when production alone fills the limit", () => {
+    const { admitted, leftOut } = admit(["a"], 1_000, measures({ a: 1 }));
+    expect(admitted).toEqual([]);
+    expect(leftOut.get("a")).toEqual({ gateway: "gateway", used: 1_000, older: 0 });
+  });
+
+  it("names the gateway that is full, whichever it is", () => {
+    const m = measures({ a: 500 });
+    const internalBigger: Measures = {
+      bytes: (names) =>
+        m.bytes(names).map((b) => ({ ...b, bytes: b.gateway === "internal-gateway" ? b.bytes * 2 : b.bytes })),
+      estimates: m.estimates.map((e) =>
+        e.gateway === "internal-gateway"
+          ? { ...e, production: e.production * 2, cost: (ns: string) => e.cost(ns) * 2 }
+          : e,
+      ),
+    };
+    expect(admit(["a"], 2_000, internalBigger).leftOut.get("a")).toEqual({
+      gateway: "internal-gateway",
+      used: 1_800,
+      older: 0,
+    });
   });
 });
