@@ -80,6 +80,8 @@ export function watchRoutes(
   let firstSeen: number | undefined;
   /** The latest write not yet recorded (or being recorded). */
   let pending: SyncRecord | undefined;
+  /** The problems the last step said: said again only once they were gone. */
+  let said = new Set<string>();
   /** Events already created (or found there): not asked for again while this watcher runs. */
   const reported = new Set<string>();
   let finish!: () => void;
@@ -137,7 +139,10 @@ export function watchRoutes(
     const now = new Date();
     const listed = { namespaces: objects.namespaces(), services: objects.services() };
     const found = routedDevNamespaces(sync.config, listed.namespaces, listed.services, now);
-    for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
+    // Each problem said once while it lasts, not again at every change (hundreds of namespaces past capacity).
+    const problems = [...found.problems, ...found.warnings].map((p) => `${p.key} ${p.message}`);
+    for (const line of problems) if (!said.has(line)) options.log(line);
+    said = new Set(problems);
     const renderStart = Date.now();
     const planned = plan(state, sync, found.devNamespaces, now);
     const renderMs = Date.now() - renderStart;

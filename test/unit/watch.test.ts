@@ -21,6 +21,8 @@ const h = vi.hoisted(() => ({
   writes: [] as string[],
   records: [] as { digest: string; resolve: () => void; reject: (e: Error) => void }[],
   watchStopped: false,
+  /** The problems discovery reports. */
+  problems: [] as { key: string; source: "namespaces"; message: string }[],
   sync: undefined as unknown,
   /** The route lines the next live write reports. */
   changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
@@ -40,6 +42,10 @@ vi.mock("../../kube/watch.js", () => ({
       },
     };
   },
+}));
+vi.mock("../../routing/capacity.js", () => ({
+  // Discovery's problems as the test sets them; no namespace routed.
+  routedDevNamespaces: () => ({ devNamespaces: {}, created: {}, problems: h.problems, warnings: [] }),
 }));
 vi.mock("../../route-sync/stack.js", () => ({
   stackConfigOf: async () => h.sync,
@@ -103,6 +109,7 @@ describe("sync-routes --watch", () => {
       writes: [],
       records: [],
       watchStopped: false,
+      problems: [],
       sync,
       changes: { added: ["a route"], removed: [], changed: [] },
     });
@@ -131,6 +138,29 @@ describe("sync-routes --watch", () => {
     expect(lines).toEqual(["routes in step: nothing to write (0 dev/PR namespaces routed)"]);
     expect(h.writes).toEqual([]);
     expect(h.records).toEqual([]);
+  });
+
+  it("says each problem once while it lasts, and again once it came back", async () => {
+    const problem = (ns: string) => ({ key: `Namespace ${ns}`, source: "namespaces" as const, message: "left out" });
+    h.problems = [problem("pr-1")];
+    change("namespace pr-1 added", "d0");
+    await tick(300);
+    h.problems = [problem("pr-1"), problem("pr-2")];
+    change("namespace pr-2 added", "d0");
+    await tick(300);
+    change("service pr-3/x added", "d0");
+    await tick(300);
+    h.problems = [];
+    change("namespace pr-1 deleted", "d0");
+    await tick(300);
+    h.problems = [problem("pr-2")];
+    change("namespace pr-2 changed", "d0");
+    await tick(300);
+    expect(lines.filter((l) => l.startsWith("Namespace"))).toEqual([
+      "Namespace pr-1 left out",
+      "Namespace pr-2 left out",
+      "Namespace pr-2 left out",
+    ]);
   });
 
   it("writes a burst of changes once, after the debounce time, then records it", async () => {
