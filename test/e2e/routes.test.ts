@@ -217,6 +217,11 @@ describe("sync-routes", () => {
     } finally {
       await stack.ws.ok(["config", "rm", "--stack", stack.ws.stack, "--path", MAX]);
     }
+    // The limit lifted: the youngest is routed too.
+    const lifted = await syncRoutes();
+    expect(lifted.code, lifted.stderr).toBe(0);
+    expect(lifted.stdout).toContain(`+ ${youngest}/s1 on gateway`);
+    expect(await statusOf(youngest, "s1")).toMatch(/^https:\/\//);
   });
 
   it("ignores a namespace without the routing label: nothing to change, and no engine run (no lock, no history entry)", async () => {
