@@ -104,7 +104,9 @@ describe("dist/sync-routes --watch and SIGTERM", () => {
       await stack.core().createNamespacedService({ namespace: "pr-e2e-stop", body: routedServiceBody("batch") });
       await until("the live write", /\+ pr-e2e-stop\/batch on gateway[\s\S]*?routes live/, 60_000);
       const deadline = Date.now() + 120_000;
-      while (!descendants(child.pid!).some((p) => ENGINE_RUN.test(p.command))) {
+      // What this loop sees is sampled too: the check below then holds whatever the sampler's timing.
+      const sampled = () => descendants(child.pid!).map((p) => (seen.set(`${p.pid}/${p.start}`, p), p));
+      while (!sampled().some((p) => ENGINE_RUN.test(p.command))) {
         if (/recorded in the stack's state/.test(out)) throw new Error(`the record ended before it was seen:\n${out}`);
         if (Date.now() > deadline) throw new Error(`no engine run (pulumi) under the watcher; output:\n${out}`);
         await new Promise((r) => setTimeout(r, 50));
