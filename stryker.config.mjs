@@ -38,6 +38,7 @@ export default {
       "recorded",
       "notRecorded",
       "report",
+      "statusLines",
     ]),
     "route-sync/lock.ts",
     "route-sync/serial-runner.ts",
