@@ -12,7 +12,7 @@
 // protected namespaces are never written: production's status is the stack's
 // outputs, and the cluster's own namespaces are not ours to annotate.
 import type { ClusterObject, Problem } from "./config/errors.js";
-import type { GatewayName } from "./config/schema.js";
+import { GATEWAYS, type GatewayName } from "./config/schema.js";
 import type { Discovered, NamespaceObject, ServiceObject } from "./discovery.js";
 import { LABEL, ROUTE_STATUS_ANNOTATION } from "./labels.js";
 import type { RoutesView } from "./routes-view.js";
@@ -112,8 +112,9 @@ function servedAt(routes: StatusFacts["routes"], namespace: string, labels: Reco
   const logical = labels[LABEL.service];
   const version = labels[LABEL.version] ?? "";
   const out: string[] = [];
-  for (const [gateway, view] of Object.entries(routes)) {
-    const route = view?.[`${namespace}/${logical}`];
+  // In the gateways' own order, whatever order the routes came in: the same status reads the same.
+  for (const gateway of GATEWAYS) {
+    const route = routes[gateway]?.[`${namespace}/${logical}`];
     const versions = Object.values(route?.clusters ?? {});
     if (!route || !versions.some((c) => c.version === version)) continue;
     out.push(`${route.match} (${gateway}${versions.length > 1 ? `, version ${version}` : ""})`);

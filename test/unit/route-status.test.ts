@@ -70,6 +70,13 @@ describe("route status", () => {
     ]);
   });
 
+  it("names the gateways in their own order, whatever order the routes come in", () => {
+    const f = facts([ns("pr-1")], [svc("pr-1", "batch", routed("batch"))]);
+    const reversed = { ...f, routes: { "internal-gateway": f.routes["internal-gateway"], gateway: f.routes.gateway } };
+    expect(routeStatusChanges(reversed)[0]!.annotation).toBe(routeStatusChanges(f)[0]!.annotation);
+    expect(routeStatusChanges(reversed)[0]!.annotation).toMatch(/^https:\/\/\S+ \(gateway\), /);
+  });
+
   it("writes nothing where the annotation already says it", () => {
     const first = routeStatusChanges(facts([ns("pr-1")], [svc("pr-1", "batch", routed("batch"))]));
     const annotated = svc("pr-1", "batch", routed("batch"), { [ROUTE_STATUS_ANNOTATION]: first[0]!.annotation! });
