@@ -186,6 +186,27 @@ export function routeSyncStatusPolicy(
   };
 }
 
+/** A ClusterRole with `rules` and its binding to `subjects`, both named `metadata.name`; the binding waits for `bindAfter`. */
+function clusterRoleBound(
+  name: string,
+  metadata: { name: string; labels: Record<string, string> },
+  rules: k8s.types.input.rbac.v1.PolicyRule[],
+  subjects: k8s.types.input.rbac.v1.Subject[],
+  opts: pulumi.CustomResourceOptions,
+  bindAfter: pulumi.Resource[] = [],
+): void {
+  const role = new k8s.rbac.v1.ClusterRole(name, { metadata, rules }, opts);
+  new k8s.rbac.v1.ClusterRoleBinding(
+    name,
+    {
+      metadata,
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name },
+      subjects,
+    },
+    bindAfter.length ? { ...opts, dependsOn: bindAfter } : opts,
+  );
+}
+
 /** A ValidatingAdmissionPolicy and its binding that denies what the policy refuses; returns the binding (what grants wait for). */
 function denyingPolicy(
   name: string,
@@ -217,21 +238,11 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
       { kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: args.namespace },
     ];
     const clusterWide = routeSyncDiscoverName(args.namespace);
-    const discover = new k8s.rbac.v1.ClusterRole(
+    clusterRoleBound(
       `${name}-discover`,
-      {
-        metadata: { name: clusterWide, labels },
-        rules: [{ apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] }],
-      },
-      child,
-    );
-    new k8s.rbac.v1.ClusterRoleBinding(
-      `${name}-discover`,
-      {
-        metadata: { name: clusterWide, labels },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: discover.metadata.name },
-        subjects,
-      },
+      { name: clusterWide, labels },
+      [{ apiGroups: [""], resources: ["namespaces", "services"], verbs: ["list", "watch"] }],
+      subjects,
       child,
     );
     const podsPolicyBinding = denyingPolicy(
@@ -269,27 +280,18 @@ export class RouteSyncAccess extends pulumi.ComponentResource {
       routeSyncStatusPolicy(args.namespace, args.protectedNamespaces, subjects),
       child,
     );
-    const status = new k8s.rbac.v1.ClusterRole(
+    clusterRoleBound(
       `${name}-status`,
-      {
-        metadata: { name: statusName, labels },
-        rules: [
-          // The route status annotation on dev/PR Services, and Events saying what changed (the admission policy narrows both).
-          { apiGroups: [""], resources: ["services"], verbs: ["patch"] },
-          { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-        ],
-      },
+      { name: statusName, labels },
+      [
+        // The route status annotation on dev/PR Services, and Events saying what changed (the admission policy narrows both).
+        { apiGroups: [""], resources: ["services"], verbs: ["patch"] },
+        { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+      ],
+      subjects,
       child,
-    );
-    new k8s.rbac.v1.ClusterRoleBinding(
-      `${name}-status`,
-      {
-        metadata: { name: statusName, labels },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: status.metadata.name },
-        subjects,
-      },
       // Bound only once the admission policy is: the identity never holds the Service patch unchecked.
-      { ...child, dependsOn: [statusPolicyBinding] },
+      [statusPolicyBinding],
     );
     this.registerOutputs({ serviceAccount: this.serviceAccount.metadata.name });
   }
