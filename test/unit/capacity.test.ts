@@ -52,6 +52,10 @@ describe("capacity: dev/PR namespaces past what a ConfigMap holds", () => {
   it("routes everything, unchanged, when everything fits", () => {
     const all = found({ "pr-1": [4, 1], "pr-2": [4, 2] });
     expect(admitDevNamespaces(config, all, AT)).toBe(all);
+    // Up to the last byte.
+    const exactly = largest(all.devNamespaces);
+    expect(admitDevNamespaces(config, all, AT, exactly)).toBe(all);
+    expect(routed(admitDevNamespaces(config, all, AT, exactly - 1))).toEqual(["pr-1"]);
   });
 
   it("routes the oldest first, and reports each namespace left out on its own, naming the gateway and the rule", () => {
@@ -62,8 +66,13 @@ describe("capacity: dev/PR namespaces past what a ConfigMap holds", () => {
     expect(routed(d)).toEqual(["pr-2", "pr-3", "pr-4"]);
     expect(leftOut(d)).toEqual(["pr-5", "pr-1"]);
     expect(d.problems[0]!.message).toMatch(
-      /^left out: its routes do not fit in the xDS ConfigMap of (internal-)?gateway, which holds [\d,]+ bytes with production and the 3 older dev\/PR namespaces routed \(devNamespaces.maxXdsBytes: [\d,]+; Kubernetes allows 1,048,576\); dev\/PR namespaces are routed oldest first/,
+      /^left out: its routes do not fit in the xDS ConfigMap of (internal-)?gateway, which holds [\d,]+ bytes with production and the 3 older dev\/PR namespaces routed \(devNamespaces.maxXdsBytes: [\d,]+; Kubernetes allows 1,048,576\); dev\/PR namespaces are routed oldest first, so it is routed once older ones are deleted or it routes fewer Services$/,
     );
+    expect(d.problems[0]).toMatchObject({
+      key: "Namespace pr-5",
+      source: "namespaces",
+      objects: [{ kind: "Namespace", name: "pr-5" }],
+    });
     expect(d.devNamespaces["pr-2"]).toEqual(all.devNamespaces["pr-2"]);
     // The real files fit on both gateways, and none of the left-out namespaces would have.
     expect(largest(d.devNamespaces)).toBeLessThanOrEqual(limit);
@@ -135,6 +144,15 @@ describe("capacity: dev/PR namespaces past what a ConfigMap holds", () => {
         created: { a: "2026-11-01T00:02:00.000Z", b: "2026-11-01T00:01:00.000Z", c: "2026-11-01T00:01:00.000Z" },
       }),
     ).toEqual(["d", "b", "c", "a"]);
+    // Created in the same second: by name, whatever order they are listed in.
+    const same = "2026-11-01T00:00:00.000Z";
+    const names = ["pr-7", "pr-2", "pr-9", "pr-1", "pr-5", "pr-3"];
+    expect(
+      admissionOrder({
+        devNamespaces: Object.fromEntries(names.map((n) => [n, []])),
+        created: Object.fromEntries(names.map((n) => [n, same])),
+      }),
+    ).toEqual(["pr-1", "pr-2", "pr-3", "pr-5", "pr-7", "pr-9"]);
   });
 });
 
@@ -245,6 +263,11 @@ describe("capacity: admission on measures", () => {
     // 2,260: d fits (2,250), then e does not (2,350): the youngest left out, the next put back.
     expect(more.admitted).toEqual(["a", "b", "c", "d"]);
     expect(more.leftOut).toEqual(new Map([["e", { gateway: "gateway", used: 2_250, older: 4 }]]));
+  });
+
+  it("admits a namespace that fills the limit to the last byte", () => {
+    expect(admit(["a", "b"], 1_700, measures({ a: 400, b: 300 })).admitted).toEqual(["a", "b"]);
+    expect(admit(["a", "b"], 1_699, measures({ a: 400, b: 300 })).admitted).toEqual(["a"]);
   });
 
   it("leaves out every namespace when production alone fills the limit", () => {

@@ -776,6 +776,31 @@ describe("the route-sync identity's access", () => {
       ],
     ]);
     expect(validations[2]!.expression).toContain('variables.annotations.filter(k, k != "envoy-gateways.io/routes")');
+    expect(validations[0]).toMatchObject({
+      messageExpression:
+        '"the route-sync identity may only set the envoy-gateways.io/routes annotation on routed dev/PR Services; " + oldObject.metadata.namespace + "/" + oldObject.metadata.name + " is not one"',
+      reason: "Forbidden",
+    });
+    expect(validations[3]).toMatchObject({
+      message:
+        "the route-sync identity may only create route status Events (source envoy-gateways-route-sync, reason Routed, NotRouted, RouteWarning) about Services and namespaces",
+      reason: "Forbidden",
+    });
+    // Events have no old object: the variables are read only for Services.
+    expect(policy.variables).toEqual([
+      {
+        name: "labels",
+        expression: 'request.resource.resource == "services" ? oldObject.metadata.?labels.orValue({}) : {}',
+      },
+      {
+        name: "annotations",
+        expression: 'request.resource.resource == "services" ? object.metadata.?annotations.orValue({}) : {}',
+      },
+      {
+        name: "oldAnnotations",
+        expression: 'request.resource.resource == "services" ? oldObject.metadata.?annotations.orValue({}) : {}',
+      },
+    ]);
     expect(validations[3]!.expression).toBe(
       'request.resource.resource != "events" || (object.?source.component.orValue("") == "envoy-gateways-route-sync" && ' +
         'object.reason in ["Routed","NotRouted","RouteWarning"] && object.involvedObject.kind in ["Service", "Namespace"])',

@@ -115,6 +115,7 @@ describe("route status", () => {
         ],
       ),
     );
+    expect(changes.map((c) => c.object.name)).toEqual(["bad", "good"]);
     const bad = changes.find((c) => c.object.name === "bad")!;
     const why =
       'not routed: Service pr-1/bad left out: label envoy-gateways.io/port="444" must be "443" (the gateways speak TLS to every pod on 443)';
@@ -206,6 +207,25 @@ describe("route status", () => {
     expect(changes[1]!.events[0]!.message).toBe(
       `Namespace ${kubeSystem} carries the dev routing label but is not routed: it is protected (devNamespaces.protected)`,
     );
+  });
+});
+
+describe("route status: what discovery lists", () => {
+  it("skips Services without a namespace or a name, and takes objects without annotations or metadata", () => {
+    const bare: ServiceObject = {
+      metadata: { namespace: "pr-1", name: "batch", labels: routed("batch") },
+      spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] },
+    };
+    const f = facts([ns("pr-1")], [bare]);
+    const nameless = { ...bare, metadata: { ...bare.metadata, name: undefined } } as ServiceObject;
+    const homeless = { ...bare, metadata: { ...bare.metadata, namespace: undefined } } as ServiceObject;
+    const changes = routeStatusChanges({
+      ...f,
+      namespaces: [...f.namespaces, {}],
+      services: [nameless, bare, homeless, {}],
+    });
+    expect(changes.map((c) => [c.object.name, c.object.uid])).toEqual([["batch", undefined]]);
+    expect(changes[0]!.annotation).toMatch(/^https:/);
   });
 });
 
