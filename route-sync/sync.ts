@@ -216,7 +216,7 @@ export async function writeStatus(
   return writeRouteStatus(loadKubeConfig(sync.kubeconfig), changes, now, reported);
 }
 
-/** Lines saying what a status write did, when it did anything. */
+/** Lines saying what a status write did, when it did anything: one per failure first, then what was written. */
 export function statusLines(s: StatusWritten): string[] {
   const lines = s.failures.map((f) => `route status not written: ${f}`);
   if (s.annotated + s.events > 0)

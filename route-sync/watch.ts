@@ -80,8 +80,9 @@ export function watchRoutes(
   let firstSeen: number | undefined;
   /** The latest write not yet recorded (or being recorded). */
   let pending: SyncRecord | undefined;
-  /** The problems the last step said: said again only once they were gone. */
+  /** The problems and status failures the last step said: said again only once they were gone. */
   let said = new Set<string>();
+  let statusSaid = new Set<string>();
   /** Events already created (or found there): not asked for again while this watcher runs. */
   const reported = new Set<string>();
   let finish!: () => void;
@@ -140,9 +141,10 @@ export function watchRoutes(
     const listed = { namespaces: objects.namespaces(), services: objects.services() };
     const found = routedDevNamespaces(sync.config, listed.namespaces, listed.services, now);
     // Each problem said once while it lasts, not again at every change (hundreds of namespaces past capacity).
-    const problems = [...found.problems, ...found.warnings].map((p) => `${p.key} ${p.message}`);
-    for (const line of problems) if (!said.has(line)) options.log(line);
-    said = new Set(problems);
+    said = sayOnce(
+      [...found.problems, ...found.warnings].map((p) => `${p.key} ${p.message}`),
+      said,
+    );
     const renderStart = Date.now();
     const planned = plan(state, sync, found.devNamespaces, now);
     const renderMs = Date.now() - renderStart;
@@ -150,7 +152,10 @@ export function watchRoutes(
     // After any write: the routes are live when the Services say so.
     const status = async () => {
       const wrote = await writeStatus(sync, { ...listed, found }, planned, now, reported);
-      for (const line of statusLines(wrote)) options.log(line);
+      // What was written is said each time; a failure (no access, say) once while it lasts.
+      const lines = statusLines(wrote);
+      statusSaid = sayOnce(lines.slice(0, wrote.failures.length), statusSaid);
+      for (const line of lines.slice(wrote.failures.length)) options.log(line);
     };
     if (changed.length === 0) {
       // Said once, after the first step on everything the watch read: from here on it only acts on changes.
@@ -184,6 +189,12 @@ export function watchRoutes(
     options.onEvent?.({ kind: "live", seconds });
     queueRecord(wrote);
     await status();
+  };
+
+  /** Logs the lines not in `before`; returns them all, what is said now. */
+  const sayOnce = (lines: string[], before: ReadonlySet<string>): Set<string> => {
+    for (const line of lines) if (!before.has(line)) options.log(line);
+    return new Set(lines);
   };
 
   const queueRecord = (wrote: SyncRecord) => {

@@ -23,6 +23,8 @@ const h = vi.hoisted(() => ({
   watchStopped: false,
   /** The problems discovery reports. */
   problems: [] as { key: string; source: "namespaces"; message: string }[],
+  /** What each route status write reports. */
+  status: { annotated: 0, events: 0, failures: [] as string[] },
   sync: undefined as unknown,
   /** The route lines the next live write reports. */
   changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
@@ -56,7 +58,7 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   syncRecord: (await importOriginal<typeof import("../../route-sync/sync.js")>()).syncRecord,
   statusLines: (await importOriginal<typeof import("../../route-sync/sync.js")>()).statusLines,
   // The route status of an empty cluster: nothing to write (test/e2e/routes.test.ts writes it on a real one).
-  writeStatus: async () => ({ annotated: 0, events: 0, failures: [] }),
+  writeStatus: async () => h.status,
   syncedRoutes: () => ({}),
   shiftsMoving: () => false,
   routeChanges: () => h.changes,
@@ -110,6 +112,7 @@ describe("sync-routes --watch", () => {
       records: [],
       watchStopped: false,
       problems: [],
+      status: { annotated: 0, events: 0, failures: [] },
       sync,
       changes: { added: ["a route"], removed: [], changed: [] },
     });
@@ -160,6 +163,27 @@ describe("sync-routes --watch", () => {
       "Namespace pr-1 left out",
       "Namespace pr-2 left out",
       "Namespace pr-2 left out",
+    ]);
+  });
+
+  it("says a route status failure once while it lasts, and what was written each time", async () => {
+    h.status = { annotated: 0, events: 0, failures: ["pr-1/batch: services is forbidden"] };
+    change("namespace pr-1 added", "d0");
+    await tick(300);
+    h.status = { annotated: 1, events: 1, failures: ["pr-1/batch: services is forbidden"] };
+    change("service pr-2/x added", "d0");
+    await tick(300);
+    h.status = { annotated: 1, events: 1, failures: [] };
+    change("service pr-2/y added", "d0");
+    await tick(300);
+    h.status = { annotated: 0, events: 0, failures: ["pr-1/batch: services is forbidden"] };
+    change("service pr-2/z added", "d0");
+    await tick(300);
+    expect(lines.filter((l) => l.startsWith("route status"))).toEqual([
+      "route status not written: pr-1/batch: services is forbidden",
+      "route status: 1 Service annotations written, 1 Events created",
+      "route status: 1 Service annotations written, 1 Events created",
+      "route status not written: pr-1/batch: services is forbidden",
     ]);
   });
 
