@@ -45,7 +45,7 @@ export const routingConfigSchema = z.strictObject({
     }),
   ),
   shifts: z.array(shift),
-  devNamespaces: devNamespaces.pick({ rateLimit: true, upstreamTls: true }),
+  devNamespaces: devNamespaces.pick({ rateLimit: true, upstreamTls: true, clusters: true }),
   upstream,
   edge: edge.pick({
     bufferLimitBytes: true,
@@ -89,7 +89,11 @@ export function routingConfig(config: StackConfig): RoutingConfig {
       ...(s.securityHeaders ? { securityHeaders: structuredClone(s.securityHeaders) } : {}),
     })),
     shifts: config.shifts.map((s) => ({ ...s })),
-    devNamespaces: { rateLimit: config.devNamespaces.rateLimit, upstreamTls: config.devNamespaces.upstreamTls },
+    devNamespaces: {
+      rateLimit: config.devNamespaces.rateLimit,
+      upstreamTls: config.devNamespaces.upstreamTls,
+      clusters: config.devNamespaces.clusters,
+    },
     upstream: { ...config.upstream, retryResetMethods: [...config.upstream.retryResetMethods] },
     edge: {
       bufferLimitBytes: config.edge.bufferLimitBytes,

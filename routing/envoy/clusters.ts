@@ -6,14 +6,78 @@
 import { gatewayPodsService, serviceHost, UPSTREAM_PORT } from "../names.js";
 import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
 import type { GatewayContext, XdsContext } from "./context.js";
-import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
+import { FORWARD_PROXY_CLUSTER_TYPE, ON_DEMAND_CLUSTER, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
-/** Every routed cluster of the table: production first, then dev, each in table order. */
+/**
+ * Every routed cluster of the table: production first, then dev, each in
+ * table order; dev services routed on demand share the on-demand cluster,
+ * last, there whenever the stack routes dev/PR services on demand (so it
+ * stays the same, with its sub-clusters, as namespaces come and go).
+ */
 export function serviceClusters(ctx: XdsContext, table: RoutingTable): Json[] {
   const clusters: Json[] = [];
   for (const s of table.production) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "production"));
-  for (const s of table.dev) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "dev"));
+  for (const s of table.dev)
+    if (!routedOnDemand(ctx, s)) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "dev"));
+  if (ctx.config.devNamespaces.clusters === "on-demand") clusters.push(onDemandCluster(ctx));
   return clusters;
+}
+
+/**
+ * Whether a dev/PR service is routed through the on-demand cluster: when the
+ * stack says so, and the service is one Service of its own name (the
+ * upstream host comes from the path); others keep a cluster per version.
+ */
+export function routedOnDemand(ctx: XdsContext, service: RoutedService): boolean {
+  return (
+    ctx.config.devNamespaces.clusters === "on-demand" &&
+    service.versions.length === 1 &&
+    service.versions[0]!.service === service.name
+  );
+}
+
+/**
+ * The most sub-clusters the on-demand cluster keeps: more than an xDS
+ * ConfigMap holds routes. A constant: a change to the cluster drops every
+ * sub-cluster with its pooled connections.
+ */
+export const MAX_ON_DEMAND_SUB_CLUSTERS = 16_384;
+
+/**
+ * The on-demand cluster of dev/PR routes (Envoy's dynamic forward proxy with
+ * sub-clusters): the first request to a Service's name makes a sub-cluster
+ * that is a strict DNS cluster on it, with everything a service cluster has
+ * (every pod an endpoint, the load balancing policy, TLS with SNI and the
+ * SAN check from that name, circuit breakers, outlier detection, bounded
+ * buffers); a sub-cluster unused for 5 minutes (Envoy's default) goes.
+ */
+export function onDemandCluster(ctx: XdsContext): Json {
+  const shared = ctx.shared;
+  const insecure = ctx.config.devNamespaces.upstreamTls === "encrypt-only";
+  return {
+    "@type": TYPE.cluster,
+    name: ON_DEMAND_CLUSTER,
+    cluster_type: {
+      name: FORWARD_PROXY_CLUSTER_TYPE,
+      typed_config: {
+        "@type": TYPE.forwardProxyCluster,
+        sub_clusters_config: {
+          lb_policy: ctx.config.upstream.lbPolicy,
+          max_sub_clusters: MAX_ON_DEMAND_SUB_CLUSTERS,
+          dns_cluster_config: shared.dnsSettings,
+        },
+        // encrypt-only: no certificate check, so no SAN check against the host either.
+        ...(insecure ? { allow_insecure_cluster_options: true } : {}),
+      },
+    },
+    connect_timeout: shared.connectTimeout,
+    lb_policy: "CLUSTER_PROVIDED",
+    transport_socket: shared.onDemand.transportSocket,
+    typed_extension_protocol_options: shared.onDemand.protocolOptions,
+    circuit_breakers: shared.circuitBreakers,
+    outlier_detection: shared.outlierDetection,
+    per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
+  };
 }
 
 /**

@@ -7,6 +7,7 @@ import type { GatewayName, GatewaySettings, RoutingConfig, SecurityHeaders, Stac
 import {
   DNS_CLUSTER_TYPE,
   FILTER,
+  ON_DEMAND_CLUSTER,
   POD_PATHS,
   POD_PORTS,
   TYPE,
@@ -16,7 +17,7 @@ import {
 } from "./types.js";
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
 import { envoyDuration, formatLiteral } from "./units.js";
-import { ExtAuthzDisabled, ExtAuthzEnabled, localRateLimit } from "./filters.js";
+import { ExtAuthzDisabled, ExtAuthzEnabled, localRateLimit, onDemandUpstreamHost } from "./filters.js";
 
 /** Options for where and how Envoy runs; the defaults are the gateway pod's. */
 export interface RenderOptions {
@@ -60,8 +61,20 @@ export interface SharedParts {
   connectTimeout: string;
   circuitBreakers: Json;
   outlierDetection: Json;
+  /** The DNS settings of every DNS cluster (dnsCluster's, and each on-demand sub-cluster's). */
+  dnsSettings: Json;
   production: { transportSocket: Json; protocolOptions: Json };
   dev: { transportSocket: Json; protocolOptions: Json };
+  /** The on-demand cluster's TLS: as dev's, with SNI and the SAN check from each request's Host. */
+  onDemand: { transportSocket: Json; protocolOptions: Json };
+  /**
+   * typed_per_filter_config of the dev virtual host with on-demand routes: the
+   * upstream host taken from the path (`/<namespace>/<service>`), and
+   * ext_authz off when the gateway does not authenticate dev routes.
+   */
+  onDemandHost: Json;
+  /** The action of an on-demand route (one object per timeout and websocket setting). */
+  onDemandAction(timeout: string, websocket: boolean): Json;
   /** typed_per_filter_config of a production virtual host: ext_authz off. */
   extAuthzOff: Json;
   websocketIdleTimeout: string;
@@ -116,20 +129,20 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
   const up = config.upstream;
   const protocolOptions = upstreamProtocolOptions(config);
   const production = { transportSocket: upstreamTransportSocket(paths, "verify"), protocolOptions };
+  const devTls = config.devNamespaces.upstreamTls;
   const dev =
-    config.devNamespaces.upstreamTls === "verify"
-      ? production
-      : { transportSocket: upstreamTransportSocket(paths, "encrypt-only"), protocolOptions };
+    devTls === "verify" ? production : { transportSocket: upstreamTransportSocket(paths, devTls), protocolOptions };
+  const dnsSettings = {
+    respect_dns_ttl: true,
+    dns_refresh_rate: envoyDuration(up.dnsRefreshRate),
+    dns_lookup_family: up.dnsLookupFamily,
+  };
+  const extAuthz = extAuthzUse(config, gateway);
+  const extAuthzOff = { [FILTER.extAuthz]: ExtAuthzDisabled };
+  const onDemandActions = new Map<string, Json>();
   const shared: SharedParts = {
-    dnsCluster: {
-      name: DNS_CLUSTER_TYPE,
-      typed_config: {
-        "@type": TYPE.dnsCluster,
-        respect_dns_ttl: true,
-        dns_refresh_rate: envoyDuration(up.dnsRefreshRate),
-        dns_lookup_family: up.dnsLookupFamily,
-      },
-    },
+    dnsCluster: { name: DNS_CLUSTER_TYPE, typed_config: { "@type": TYPE.dnsCluster, ...dnsSettings } },
+    dnsSettings,
     connectTimeout: envoyDuration(up.connectTimeout),
     circuitBreakers: {
       thresholds: [
@@ -150,7 +163,29 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     },
     production,
     dev,
-    extAuthzOff: { [FILTER.extAuthz]: ExtAuthzDisabled },
+    onDemand: {
+      transportSocket: upstreamTransportSocket(paths, devTls, "request host"),
+      protocolOptions: upstreamProtocolOptions(config, devTls),
+    },
+    extAuthzOff,
+    onDemandHost: {
+      ...(extAuthz.filter && !extAuthz.devRoutes ? extAuthzOff : {}),
+      ...onDemandUpstreamHost(config.clusterDomain),
+    },
+    onDemandAction(timeout, websocket) {
+      const key = `${timeout} ${websocket}`;
+      let action = onDemandActions.get(key);
+      if (!action)
+        onDemandActions.set(
+          key,
+          (action = {
+            cluster: ON_DEMAND_CLUSTER,
+            timeout,
+            ...(websocket ? { idle_timeout: shared.websocketIdleTimeout } : {}),
+          }),
+        );
+      return action;
+    },
     websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),
     rateLimited(perSecond, statPrefix) {
       const key = `${perSecond} ${statPrefix}`;
@@ -218,7 +253,7 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     ports: options.ports ?? POD_PORTS,
     listenAddress: options.listenAddress ?? "0.0.0.0",
     dnsResolver: options.dnsResolver,
-    extAuthz: extAuthzUse(config, gateway),
+    extAuthz,
     shared,
   };
 }

@@ -1,5 +1,6 @@
 // HTTP filters of the TLS listener (ext_authz -> local_ratelimit ->
-// [compressor] -> router) and their per-route configs.
+// [compressor] -> [dev upstream host -> dynamic forward proxy] -> router) and
+// their per-route configs.
 import type { StackConfig } from "../config/schema.js";
 import { serviceHost } from "../names.js";
 import { FILTER, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
@@ -43,6 +44,66 @@ export function compressorFilter(): Json {
       "@type": TYPE.compressor,
       compressor_library: { name: "gzip", typed_config: { "@type": TYPE.gzip } },
     },
+  };
+}
+
+/**
+ * The request header that carries an on-demand route's upstream host from
+ * the dev upstream host filter to the forward proxy filter; a client's own
+ * is overwritten, and it is removed before the request goes upstream.
+ */
+export const UPSTREAM_HOST_HEADER = "x-gateway-upstream-host";
+
+/** Sets UPSTREAM_HOST_HEADER where a virtual host says how (onDemandUpstreamHost); does nothing elsewhere. */
+export function devUpstreamHostFilter(): Json {
+  return { name: FILTER.devUpstreamHost, typed_config: { "@type": TYPE.headerMutation } };
+}
+
+/**
+ * The dynamic forward proxy: for a route to the on-demand cluster, makes (or
+ * finds) the sub-cluster of the request's upstream host, a strict DNS cluster
+ * on that name, before the router picks a pod of it. Other routes pass.
+ */
+export function forwardProxyFilter(): Json {
+  return {
+    name: FILTER.forwardProxy,
+    typed_config: { "@type": TYPE.forwardProxy, sub_cluster_config: { cluster_init_timeout: "5s" } },
+  };
+}
+
+/**
+ * The per-filter configs of the on-demand dev routes' virtual host: the
+ * upstream host is the Service named in the path, `/<namespace>/<service>`
+ * -> `<service>.<namespace>.svc.<clusterDomain>` (the route matched that
+ * prefix, so the path always has it); the forward proxy sends the request
+ * there with that Host (so SNI and the certificate check use it), and the
+ * client's Host is appended to x-forwarded-host, as routes with a cluster of
+ * their own do.
+ */
+export function onDemandUpstreamHost(clusterDomain: string): Json {
+  const host = `re.extract(request.path, '^/([^/]+)/([^/?]+).*$', ${celString(`\\2.\\1.svc.${clusterDomain}`)})`;
+  return {
+    [FILTER.devUpstreamHost]: {
+      "@type": TYPE.headerMutationPerRoute,
+      mutations: {
+        request_mutations: [
+          {
+            append: {
+              header: { key: "x-forwarded-host", value: "%REQ(:AUTHORITY)%" },
+              append_action: "APPEND_IF_EXISTS_OR_ADD",
+            },
+          },
+          {
+            append: {
+              header: { key: UPSTREAM_HOST_HEADER, value: `%CEL(${host})%` },
+              append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+            },
+          },
+        ],
+        formatters: [{ name: "envoy.formatter.cel", typed_config: { "@type": TYPE.celFormatter, cel_config: {} } }],
+      },
+    },
+    [FILTER.forwardProxy]: { "@type": TYPE.forwardProxyPerRoute, host_rewrite_header: UPSTREAM_HOST_HEADER },
   };
 }
 
@@ -212,6 +273,8 @@ export function accessLog(): Json[] {
             client: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
             upstream: "%UPSTREAM_HOST%",
             cluster: "%UPSTREAM_CLUSTER%",
+            // The route (`<namespace>/<service>` for a dev/PR route): the cluster of an on-demand route is the shared one.
+            route: "%ROUTE_NAME%",
             bytes_received: "%BYTES_RECEIVED%",
             bytes_sent: "%BYTES_SENT%",
             user_agent: "%REQ(USER-AGENT)%",

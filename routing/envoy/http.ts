@@ -6,7 +6,9 @@ import type { GatewayContext } from "./context.js";
 import {
   accessLog,
   compressorFilter,
+  devUpstreamHostFilter,
   extAuthzFilter,
+  forwardProxyFilter,
   localRateLimitFilter,
   loginLocationFilter,
   routerFilter,
@@ -48,6 +50,7 @@ export function httpsConnectionManager(ctx: GatewayContext): Json {
   if (ctx.extAuthz.filter) filters.push(loginLocationFilter(loginUrl(ctx)), extAuthzFilter(ctx.config));
   filters.push(localRateLimitFilter());
   if (ctx.settings.compression) filters.push(compressorFilter());
+  if (ctx.config.devNamespaces.clusters === "on-demand") filters.push(devUpstreamHostFilter(), forwardProxyFilter());
   filters.push(routerFilter());
   const hcm: Json = {
     "@type": TYPE.hcm,

@@ -9,6 +9,8 @@ import { clusterName } from "../names.js";
 import { metricsAuthenticated, type XdsContext } from "./context.js";
 import { DEV_VIRTUAL_HOST, HTTPS_ROUTE_CONFIG, TYPE, type Json } from "./types.js";
 import { envoyDuration } from "./units.js";
+import { routedOnDemand } from "./clusters.js";
+import { UPSTREAM_HOST_HEADER } from "./filters.js";
 
 /** The path (and everything below it) of a production service's own metrics, which can require developer auth. */
 export const METRICS_PATH = "/metrics";
@@ -69,14 +71,21 @@ export function devVirtualHost(
   services: readonly RoutedService[],
   shared: RoutingTable["devRoutes"],
 ): Json {
+  const onDemand = ctx.config.devNamespaces.clusters === "on-demand";
   const host: Json = {
     name: DEV_VIRTUAL_HOST,
     domains: [ctx.settings.devHost],
-    routes: services.map((s) =>
-      serviceRoute(ctx, s, { path_separated_prefix: `/${s.namespace}/${s.name}` }, DEV_RATE_LIMIT_STATS),
-    ),
+    routes: services.map((s) => {
+      const match = { path_separated_prefix: `/${s.namespace}/${s.name}` };
+      if (routedOnDemand(ctx, s)) return onDemandRoute(ctx, s, match);
+      // With on-demand routes the virtual host appends the client's Host to x-forwarded-host for every route.
+      return serviceRoute(ctx, s, match, DEV_RATE_LIMIT_STATS, !onDemand);
+    }),
   };
-  if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
+  if (onDemand) {
+    host.typed_per_filter_config = ctx.shared.onDemandHost;
+    host.request_headers_to_remove = [UPSTREAM_HOST_HEADER];
+  } else if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   // Dev/PR services all take the table's dev retries and the gateway's security headers.
   return withHostPolicies(ctx, host, shared.retries, ctx.settings.securityHeaders);
 }
@@ -109,24 +118,45 @@ function withHostPolicies(
 export const DEV_RATE_LIMIT_STATS = "dev";
 
 /**
+ * A dev/PR route to the on-demand cluster, named `<namespace>/<service>`: the
+ * action (cluster, request time bound) is shared by every route with the same
+ * timeouts, the virtual host sets the upstream host; Envoy counts its
+ * responses and latency under vhost.dev.route.<namespace>/<service>. (the
+ * cluster's stats are the on-demand cluster's and the sub-cluster's).
+ */
+function onDemandRoute(ctx: XdsContext, service: RoutedService, match: Json): Json {
+  const route: Json = {
+    name: service.id,
+    match,
+    route: ctx.shared.onDemandAction(envoyDuration(service.routeTimeout), service.websocket),
+    stat_prefix: service.id,
+  };
+  if (service.rateLimit !== undefined)
+    route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, DEV_RATE_LIMIT_STATS);
+  return route;
+}
+
+/**
  * One route, named `<namespace>/<service>`: to the service's cluster (or
  * weighted clusters for several versions), Host rewritten to the Service name
- * (so SNI and the certificate check use it) with the original in
- * x-forwarded-host, the request time bounded (unless the service opts out),
- * optional rate limit (counted under `rateLimitStats`).
+ * (so SNI and the certificate check use it) with the original appended to
+ * x-forwarded-host (here, unless the virtual host does it), the request time
+ * bounded (unless the service opts out), optional rate limit (counted under
+ * `rateLimitStats`).
  */
 function serviceRoute(
   ctx: XdsContext,
   service: RoutedService,
   match: Json,
   rateLimitStats: string,
+  appendForwardedHost = true,
 ): Json & { name: string; route: Json } {
   const action: Json =
     service.versions.length === 1
       ? { cluster: service.versions[0]!.cluster }
       : { weighted_clusters: { clusters: service.versions.map((v) => ({ name: v.cluster, weight: v.weight })) } };
   action.auto_host_rewrite = true;
-  action.append_x_forwarded_host = true;
+  if (appendForwardedHost) action.append_x_forwarded_host = true;
   action.timeout = envoyDuration(service.routeTimeout);
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
   const route: Json & { name: string; route: Json } = { name: service.id, match, route: action };

@@ -36,12 +36,18 @@ export function downstreamTransportSocket(config: StackConfig, paths: EnvoyPaths
 }
 
 /**
- * Upstream TLS to pods. SNI is the Service's DNS name (the cluster's host,
- * auto_host_sni). `verify`: client certificate plus verification against the
- * CA, the certificate's DNS SAN matching that SNI (production, and dev when
- * so configured). `encrypt-only`: TLS without verification.
+ * Upstream TLS to pods. SNI is the Service's DNS name. `verify`: client
+ * certificate plus verification against the CA, the certificate's DNS SAN
+ * matching that SNI (production, and dev when so configured).
+ * `encrypt-only`: TLS without verification. `sni`: where the name comes from:
+ * the cluster's host (auto_host_sni, set here), or the request's Host (the
+ * on-demand cluster: set by its protocol options, upstreamProtocolOptions).
  */
-export function upstreamTransportSocket(paths: EnvoyPaths, mode: "verify" | "encrypt-only"): Json {
+export function upstreamTransportSocket(
+  paths: EnvoyPaths,
+  mode: "verify" | "encrypt-only",
+  sni: "cluster host" | "request host" = "cluster host",
+): Json {
   const common_tls_context =
     mode === "verify"
       ? {
@@ -53,20 +59,28 @@ export function upstreamTransportSocket(paths: EnvoyPaths, mode: "verify" | "enc
           tls_params: { tls_minimum_protocol_version: "TLSv1_2" },
           validation_context: { trust_chain_verification: "ACCEPT_UNTRUSTED" },
         };
-  const typed: Json = { "@type": TYPE.upstreamTls, common_tls_context, auto_host_sni: true };
-  if (mode === "verify") typed.auto_sni_san_validation = true;
+  const typed: Json = { "@type": TYPE.upstreamTls, common_tls_context };
+  if (sni === "cluster host") {
+    typed.auto_host_sni = true;
+    if (mode === "verify") typed.auto_sni_san_validation = true;
+  }
   return { name: "envoy.transport_sockets.tls", typed_config: typed };
 }
 
 /**
  * HTTP options of upstream connections: pooled connections closed after the
- * idle timeout, HTTP/1.1 or HTTP/2 with bounded windows.
+ * idle timeout, HTTP/1.1 or HTTP/2 with bounded windows. `requestHostTls`
+ * (the on-demand cluster): SNI from the request's Host, and with `verify` the
+ * certificate's SAN checked against it.
  */
-export function upstreamProtocolOptions(config: RoutingConfig): Json {
+export function upstreamProtocolOptions(config: RoutingConfig, requestHostTls?: "verify" | "encrypt-only"): Json {
   const edge = config.edge;
   return {
     "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
       "@type": TYPE.httpProtocolOptions,
+      ...(requestHostTls
+        ? { upstream_http_protocol_options: { auto_sni: true, auto_san_validation: requestHostTls === "verify" } }
+        : {}),
       common_http_protocol_options: { idle_timeout: envoyDuration(config.upstream.idleTimeout) },
       explicit_http_config:
         config.upstream.protocol === "http2"

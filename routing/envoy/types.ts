@@ -8,6 +8,10 @@ const T = "type.googleapis.com/";
 export const TYPE = {
   cluster: `${T}envoy.config.cluster.v3.Cluster`,
   dnsCluster: `${T}envoy.extensions.clusters.dns.v3.DnsCluster`,
+  forwardProxyCluster: `${T}envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig`,
+  forwardProxy: `${T}envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig`,
+  forwardProxyPerRoute: `${T}envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig`,
+  headerMutationPerRoute: `${T}envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute`,
   routeConfiguration: `${T}envoy.config.route.v3.RouteConfiguration`,
   secret: `${T}envoy.extensions.transport_sockets.tls.v3.Secret`,
   hcm: `${T}envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
@@ -34,9 +38,15 @@ export const TYPE = {
 /** The cluster extension that resolves its endpoints by DNS (STRICT_DNS or LOGICAL_DNS semantics). */
 export const DNS_CLUSTER_TYPE = "envoy.cluster.dns";
 
+/** The cluster extension that makes a sub-cluster per upstream host on demand. */
+export const FORWARD_PROXY_CLUSTER_TYPE = "envoy.clusters.dynamic_forward_proxy";
+
 /** Names of the HTTP filters, as used in typed_per_filter_config. */
 export const FILTER = {
   headerMutation: "envoy.filters.http.header_mutation",
+  /** A second header_mutation: sets the on-demand dev routes' upstream host (its own name, so the login filter's config stays its own). */
+  devUpstreamHost: "envoy-gateways.dev-upstream-host",
+  forwardProxy: "envoy.filters.http.dynamic_forward_proxy",
   extAuthz: "envoy.filters.http.ext_authz",
   localRateLimit: "envoy.filters.http.local_ratelimit",
   compressor: "envoy.filters.http.compressor",
@@ -54,6 +64,13 @@ export const STATIC_CLUSTER = {
   admin: "envoy-admin",
   gatewayPods: "gateway-pods",
 } as const;
+
+/**
+ * The CDS cluster of on-demand dev/PR routes (devNamespaces.clusters: on-demand).
+ * No `_`: it cannot collide with a routed cluster, and keeps all its stats, where
+ * Envoy counts the responses and latency of every on-demand route.
+ */
+export const ON_DEMAND_CLUSTER = "dev-on-demand";
 
 /** Names of the SDS secrets (one file each in the bootstrap directory). */
 export const SECRET = {

@@ -127,6 +127,7 @@ describe("stack config", () => {
         selector: "envoy-gateways.io/routes=dev",
         rateLimit: 200,
         upstreamTls: "verify",
+        clusters: "per-service",
         protected: ["kube-system", "kube-public", "kube-node-lease"],
         maxXdsBytes: 1_040_384,
       },
@@ -574,6 +575,13 @@ describe("stack config", () => {
       { upstreamTls: "none" },
       "envoy-gateways:devNamespaces.upstreamTls",
       /verify or encrypt-only/,
+    ],
+    [
+      "dev clusters layout",
+      "devNamespaces",
+      { clusters: "dynamic" },
+      "envoy-gateways:devNamespaces.clusters",
+      /must be per-service or on-demand \(got "dynamic"\)/,
     ],
     [
       "protected namespace not a name",
