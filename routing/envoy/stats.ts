@@ -57,11 +57,25 @@ const WHOLE_NAME_STATS = /^upstream_rq_([1-5]xx|time)$/;
 const WHOLE_NAME_PATTERN = "cluster\\.[^.]+\\.upstream_rq_([1-5]xx|time)";
 
 /**
+ * On-demand dev/PR routes' sub-clusters are named after the host and port,
+ * DFPCluster:<service>.<namespace>.svc.<domain>:443 (stats: `:` -> `_`). Envoy's
+ * cluster name tag takes the name up to the first dot, DFPCluster_<service>;
+ * this tag takes the rest (out of the stat's name, so it stays
+ * cluster.upstream_rq_total in Prometheus) and keeps the namespace.
+ */
+const SUB_CLUSTER_NAMESPACE_TAG: Json = {
+  tag_name: "dev_namespace",
+  regex: "^cluster\\.DFPCluster_[^.]+\\.(([^.]+)\\.svc\\..+?_\\d+\\.)",
+};
+
+/**
  * The bootstrap's stats settings: the inclusion list that keeps, for dev/PR
  * clusters, only DEV_CLUSTER_STATS (everything else is kept: stats outside
  * cluster.*, production clusters <namespace>_*, static clusters, whose names
- * have no `_`), and deferred creation of cluster traffic stats. Matchers are
- * small: Envoy refuses an RE2 program over 100 instructions.
+ * have no `_`; on-demand sub-clusters keep what dev/PR clusters keep), the
+ * tag of the sub-clusters' namespace, and deferred creation of cluster
+ * traffic stats. Matchers are small: Envoy refuses an RE2 program over 100
+ * instructions.
  */
 export function statsSettings(config: StackConfig): Json {
   const out: Json = {};
@@ -80,6 +94,8 @@ export function statsSettings(config: StackConfig): Json {
       },
     };
   }
+  if (config.devNamespaces.clusters === "on-demand")
+    out.stats_config = { ...((out.stats_config as Json | undefined) ?? {}), stats_tags: [SUB_CLUSTER_NAMESPACE_TAG] };
   if (config.stats.deferredCreation) out.deferred_stat_options = { enable_deferred_creation_stats: true };
   return out;
 }

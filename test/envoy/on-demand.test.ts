@@ -8,10 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ON_DEMAND_CLUSTER } from "../../routing/envoy/types.js";
 import { RATE_LIMITED_ROUTE_HEADER, UPSTREAM_HOST_HEADER } from "../../routing/envoy/filters.js";
+import { DEV_CLUSTER_STATS } from "../../routing/envoy/stats.js";
 import { keepAliveAgent } from "../harness/client.js";
 import { GatewayHarness } from "../harness/gateway.js";
 import { sleep, waitFor } from "../harness/processes.js";
-import { e2eHarnessOptions, e2eStackConfig } from "../harness/stack.js";
+import { e2eHarnessOptions, e2eStackConfigWith } from "../harness/stack.js";
 
 const DEV = { "pr-1": ["batch", "web"], "pr-2": ["batch"], "pr-3": ["docs"] };
 let h: GatewayHarness;
@@ -19,7 +20,7 @@ let h: GatewayHarness;
 beforeAll(async () => {
   h = await GatewayHarness.start({
     ...e2eHarnessOptions(),
-    config: e2eStackConfig({ devNamespaces: { clusters: "on-demand" } }),
+    config: e2eStackConfigWith("on-demand"),
     devNamespaces: DEV,
     podCount: (namespace, service) => (namespace === "pr-1" && service === "batch" ? 3 : undefined),
     // pr-3's docs presents a certificate for another name.
@@ -96,6 +97,25 @@ describe("on-demand dev/PR routes on the real Envoy", () => {
     const res = await devGet("/pr-3/docs/");
     expect(res.status, res.body).toBe(503);
     expect(h.group("pr-3", "docs").pods.every((p) => p.requests === 0)).toBe(true);
+  });
+
+  it("keeps for a sub-cluster what dashboards use, tagged in Prometheus by service and namespace; each route's responses by route name", async () => {
+    for (let i = 0; i < 3; i++) expect((await devGet("/pr-2/batch/prom")).status).toBe(200);
+    const sub = "cluster.DFPCluster:batch.pr-2.svc.cluster.local:443.".replaceAll(":", "_");
+    const kept = (await h.envoy.admin("/stats"))
+      .split("\n")
+      .filter((l) => l.startsWith(sub))
+      .map((l) => l.slice(sub.length, l.indexOf(":")));
+    expect(kept).toEqual(expect.arrayContaining(["upstream_rq_total", "membership_total", "upstream_cx_active"]));
+    for (const s of kept) expect(DEV_CLUSTER_STATS, s).toContain(s);
+    const prom = await h.envoy.admin("/stats/prometheus");
+    expect(prom).toMatch(
+      /^envoy_cluster_upstream_rq_total\{envoy_cluster_name="DFPCluster_batch",dev_namespace="pr-2"\} \d+$/m,
+    );
+    expect(prom).not.toMatch(/svc_cluster_local/);
+    expect(prom).toMatch(
+      /^envoy_vhost_route_upstream_rq_xx\{envoy_response_code_class="2",envoy_virtual_host="dev",envoy_route="pr-2\/batch"\} \d+$/m,
+    );
   });
 
   it("counts each route's responses under its own name, and the sub-cluster's requests under the Service name", async () => {

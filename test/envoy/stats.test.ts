@@ -1,16 +1,18 @@
 // Which stats the real Envoy keeps with the generated bootstrap: a dev/PR
 // cluster only the ones dashboards use (DEV_CLUSTER_STATS), created on its
 // first request; a production cluster every stat, with Envoy's tags; every
-// stat outside cluster.* as before.
+// stat outside cluster.* as before. With a cluster per dev/PR Service
+// (devNamespaces.clusters: per-service); on-demand.test.ts has the stats of
+// on-demand routes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_CLUSTER_STATS } from "../../routing/envoy/stats.js";
 import { GatewayHarness } from "../harness/gateway.js";
-import { e2eHarnessOptions } from "../harness/stack.js";
+import { e2eHarnessOptions, e2eStackConfigWith } from "../harness/stack.js";
 
 let h: GatewayHarness;
 
 beforeAll(async () => {
-  h = await GatewayHarness.start(e2eHarnessOptions());
+  h = await GatewayHarness.start({ ...e2eHarnessOptions(), config: e2eStackConfigWith("per-service") });
 });
 
 afterAll(async () => {

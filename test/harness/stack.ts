@@ -32,6 +32,12 @@ export function e2eStackConfig(overrides: Record<string, unknown> = {}): StackCo
   );
 }
 
+/** The e2e stack config with dev/PR routes laid out as `clusters` says (the prod stack routes them on demand). */
+export function e2eStackConfigWith(clusters: StackConfig["devNamespaces"]["clusters"]): StackConfig {
+  const config = e2eStackConfig();
+  return { ...config, devNamespaces: { ...config.devNamespaces, clusters } };
+}
+
 /** The dev/PR namespace routed from the start in the e2e tests. */
 export const E2E_DEV_NAMESPACES = { "pr-1234": ["batch", "batch-driver"] };
 

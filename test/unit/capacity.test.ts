@@ -124,7 +124,7 @@ describe("capacity: dev/PR namespaces past what a ConfigMap holds", () => {
 
   it("fills a 1 MiB ConfigMap by default, keeping headroom, on the real prod stack", () => {
     const spec: Record<string, [number, number]> = {};
-    for (let i = 0; i < 260; i++) spec[`pr-${1000 + i}`] = [8, i];
+    for (let i = 0; i < 1000; i++) spec[`pr-${1000 + i}`] = [8, i];
     const all = found(spec);
     const d = admitDevNamespaces(config, all, AT);
     const size = largest(d.devNamespaces);
@@ -195,7 +195,7 @@ describe("capacity: discovery's creation times", () => {
   it("fills a gateway's ConfigMap up to devNamespaces.maxXdsBytes", () => {
     const stack = stackConfig("prod");
     const small = { ...stack, devNamespaces: { ...stack.devNamespaces, maxXdsBytes: 65_536 } };
-    const names = Array.from({ length: 80 }, (_, i) => `pr-${10 + i}`);
+    const names = Array.from({ length: 400 }, (_, i) => `pr-${10 + i}`);
     const d = routedDevNamespaces(
       small,
       names.map((n, i) => ns(n, new Date(Date.UTC(2026, 10, 1, 0, i)))),

@@ -7,8 +7,10 @@ import type { DevServiceFacts } from "../../routing/table.js";
 
 export const ROOT = join(__dirname, "..", "..");
 
-export function stackConfig(stack: "dev" | "prod"): StackConfig {
-  return loadStackFile(join(ROOT, `Pulumi.${stack}.yaml`));
+/** A stack's own config; `clusters`: with dev/PR routes laid out so instead (the prod stack routes them on demand). */
+export function stackConfig(stack: "dev" | "prod", clusters?: StackConfig["devNamespaces"]["clusters"]): StackConfig {
+  const config = loadStackFile(join(ROOT, `Pulumi.${stack}.yaml`));
+  return clusters ? { ...config, devNamespaces: { ...config.devNamespaces, clusters } } : config;
 }
 
 export function rawStack(stack: "dev" | "prod"): Record<string, unknown> {

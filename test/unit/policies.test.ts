@@ -213,7 +213,7 @@ describe("gateway-upstreams-headless-443", () => {
 
 describe("xds-configmaps-valid", () => {
   const files = eachTest(() => {
-    const config = stackConfig("prod");
+    const config = stackConfig("prod", "per-service");
     return renderGateway(config, buildRoutingTable(config, { "pr-3": ["batch"] }), "gateway");
   });
   const cm = (data: Record<string, string>): Obj => ({

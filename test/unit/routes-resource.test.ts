@@ -21,7 +21,8 @@ import { dataDigest } from "../../routing/units.js";
 import { eachTest } from "./each-test.js";
 import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
 
-const config = eachTest(() => stackConfig("prod"));
+// A cluster per dev/PR Service: the most each namespace adds to the files.
+const config = eachTest(() => stackConfig("prod", "per-service"));
 const dev = { "pr-12": ["batch", "ci"], "pr-14": [shiftedService("web")] };
 const at = minutesIntoShift(30);
 

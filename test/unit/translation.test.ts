@@ -8,7 +8,8 @@ import { parseStackConfig } from "../../routing/config/load.js";
 import { eachTest } from "./each-test.js";
 import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
-const config = eachTest(() => stackConfig("prod"));
+// The translation with a cluster per dev/PR Service; on-demand routes have their golden features and test/envoy/on-demand.test.ts.
+const config = eachTest(() => stackConfig("prod", "per-service"));
 // Ten minutes into web's shift: blue 90, green 10.
 const table = eachTest(() =>
   buildRoutingTable(

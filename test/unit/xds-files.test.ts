@@ -11,7 +11,8 @@ import { FIFTY_NAMESPACES_AT, fiftyNamespaces, syntheticNamespaces } from "../fi
 import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
 
-const config = eachTest(() => stackConfig("prod"));
+// A cluster per dev/PR Service: the most each namespace adds to the files.
+const config = eachTest(() => stackConfig("prod", "per-service"));
 
 describe("xDS files", () => {
   it("read back (anchors expanded, !ignore dropped) exactly as the documents", () => {
