@@ -13,7 +13,14 @@
 // (the kubelet projecting the ConfigMap into the pod with its default
 // settings, Envoy's reload, DNS). Prints each namespace and p50/max.
 //
-//   npx tsx bench/namespace.ts [--namespaces 5]
+// --background N routes N dev/PR pairs besides (namespaces of 10 labelled
+// Services, without pods) before the watch starts, so the timed namespace is
+// one more among N; --clusters sets devNamespaces.clusters on the dev stack
+// (per-service or on-demand; both, comma-separated, run one after the other
+// on a fresh cluster each, in one run). It also prints the watcher's first sync and its
+// records (the engine run that writes the routes into the state).
+//
+//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0] [--clusters per-service,on-demand]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
 import { spawn } from "node:child_process";
@@ -26,14 +33,33 @@ import { AUTH_TOKEN } from "../test/support/local-stack.js";
 import { buildCli, ProgramStack } from "../test/support/program.js";
 import { until, Workloads } from "../test/support/workloads.js";
 
-const { values } = parseArgs({ options: { namespaces: { type: "string", default: "5" }, help: { type: "boolean" } } });
+const USAGE =
+  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS] [--clusters per-service,on-demand]   (N >= 5)";
+const { values } = parseArgs({
+  options: {
+    namespaces: { type: "string", default: "5" },
+    background: { type: "string", default: "0" },
+    clusters: { type: "string" },
+    help: { type: "boolean" },
+  },
+});
 if (values.help) {
-  console.log("usage: npx tsx bench/namespace.ts [--namespaces N]   (N >= 5)");
+  console.log(USAGE);
   process.exit(0);
 }
 const count = Number(values.namespaces);
 if (!Number.isInteger(count) || count < 5 || count > 50)
-  throw new Error(`--namespaces must be a whole number from 5 to 50 (got ${values.namespaces})`);
+  throw new Error(`--namespaces must be a whole number from 5 to 50 (got ${values.namespaces})\n${USAGE}`);
+const background = Number(values.background);
+if (!Number.isInteger(background) || background < 0 || background > 10_000 || background % 10 !== 0)
+  throw new Error(
+    `--background must be a whole number of pairs from 0 to 10000, a multiple of 10 (got ${values.background})\n${USAGE}`,
+  );
+const layouts: (string | undefined)[] = values.clusters?.split(",") ?? [undefined];
+for (const l of values.clusters === undefined ? [] : layouts)
+  if (l !== "per-service" && l !== "on-demand")
+    throw new Error(`--clusters must list per-service and/or on-demand (got ${values.clusters})\n${USAGE}`);
+const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
 
 const POLL_MS = 200;
 const LIMIT_MS = 300_000;
@@ -49,20 +75,43 @@ interface Timing {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
-async function main(): Promise<void> {
-  buildCli();
+/** One layout (undefined: the dev stack's) on a fresh local cluster: the report's lines. */
+async function run(clusters: string | undefined): Promise<string[]> {
+  const report: string[] = [];
   const cluster = await startLocalCluster();
   let stack: ProgramStack | undefined;
   let gateway: GatewayClient | undefined;
   let watch: ReturnType<typeof spawn> | undefined;
   try {
     stack = await ProgramStack.create(cluster, { from: "dev", stack: "bench" });
+    if (clusters)
+      await stack.ws.ok([
+        "config",
+        "set",
+        "--stack",
+        stack.ws.stack,
+        "--path",
+        "envoy-gateways:devNamespaces.clusters",
+        clusters,
+      ]);
     console.error("pulumi up of the dev stack (local) ...");
     await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
     gateway = await GatewayClient.start(cluster, "gateway");
     const w = new Workloads(cluster);
     const core = stack.core();
     const devHost = `internal.${stack.config.domain}`;
+    // The background: routed namespaces of 10 Services (no pods: only the routes count).
+    const names = Array.from({ length: background / 10 }, (_, i) => `pr-bg-${i}`);
+    const started = performance.now();
+    const queue = [...names];
+    const creator = async () => {
+      for (let ns = queue.shift(); ns !== undefined; ns = queue.shift()) {
+        await w.createNamespace(ns);
+        for (const name of BACKGROUND_SERVICES) await w.createRoutedService(ns, { name });
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, creator));
+    if (background) console.error(`${background} background pairs created in ${seconds(performance.now() - started)}`);
 
     watch = spawn(
       join(repoRoot, "dist", "sync-routes"),
@@ -72,12 +121,14 @@ async function main(): Promise<void> {
     let out = "";
     watch.stdout!.on("data", (d: Buffer) => (out += d));
     watch.stderr!.on("data", (d: Buffer) => (out += d));
+    const watchStarted = performance.now();
     await until(
       "sync-routes --watch to finish its first sync",
-      300_000,
+      600_000,
       async () => /routes in step|routes live/.test(out) || undefined,
       async () => out,
     );
+    const firstSync = performance.now() - watchStarted;
 
     const rds = async () =>
       (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: stack!.config.namespace })).data?.[
@@ -139,20 +190,27 @@ async function main(): Promise<void> {
       await w.waitNamespaceGone(ns);
     }
 
-    console.log(
-      `\n${count} namespaces, one at a time (sync-routes --watch, its default debounce of 300ms; kubelet defaults; poll every ${POLL_MS} ms)\n`,
+    report.push(
+      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 300ms; kubelet defaults; poll every ${POLL_MS} ms)`,
     );
-    console.log("namespace      first 200  (ConfigMap)   404 after  (ConfigMap)");
+    report.push(`watch's first sync: ${seconds(firstSync)}; the watcher's records:`);
+    for (const line of out
+      .split("\n")
+      .filter((l) => /recorded in the stack's state|routes live .* after/.test(l))
+      .slice(0, 8))
+      report.push(`  ${line}`);
+    report.push("");
+    report.push("namespace      first 200  (ConfigMap)   404 after  (ConfigMap)");
     for (const t of timings) {
-      console.log(
+      report.push(
         `${t.namespace.padEnd(13)} ${seconds(t.add).padStart(9)}  ${seconds(t.addConfigMap).padStart(11)}   ${seconds(t.remove).padStart(9)}  ${seconds(t.removeConfigMap).padStart(11)}`,
       );
     }
     const col = (k: keyof Omit<Timing, "namespace">) => timings.map((t) => t[k]);
-    console.log(
+    report.push(
       `${"p50".padEnd(13)} ${seconds(p50(col("add"))).padStart(9)}  ${seconds(p50(col("addConfigMap"))).padStart(11)}   ${seconds(p50(col("remove"))).padStart(9)}  ${seconds(p50(col("removeConfigMap"))).padStart(11)}`,
     );
-    console.log(
+    report.push(
       `${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`,
     );
   } finally {
@@ -181,6 +239,15 @@ async function main(): Promise<void> {
     await stack?.dispose().catch((e: Error) => console.error(`destroy: ${e.message}`));
     await stopLocalCluster(cluster, true);
   }
+  return report;
+}
+
+/** Each layout in turn, then the reports side by side (one after the other). */
+async function main(): Promise<void> {
+  buildCli();
+  const reports: string[][] = [];
+  for (const layout of layouts) reports.push(await run(layout));
+  for (const r of reports) console.log(r.join("\n"));
 }
 
 main().catch((e: Error) => {

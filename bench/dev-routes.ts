@@ -1,0 +1,257 @@
+// Benchmark (not a test): dev/PR routes at 100, 1,000 and 5,000 pairs on the
+// prod stack's gateway, with a cluster per Service (devNamespaces.clusters:
+// per-service, the layout before) and on demand (the prod stack's), side by
+// side in one run. For each:
+//
+//   xDS bytes        cds.yaml + rds.yaml as the ConfigMap holds them, and
+//                    whether they fit (Kubernetes allows 1,048,576 bytes)
+//   pairs/ConfigMap  how many pairs of this size fit, from the bytes per pair
+//   render ms        translate, validate against Envoy's API and write both
+//                    files (renderXds, what a sync does), median of 3
+//   Envoy heap       the real Envoy (the pod's worker count) with the files
+//                    loaded (even those past 1 MiB, for the comparison):
+//                    allocated heap once idle, and after one request to every
+//                    route (on demand: every sub-cluster made), admin /memory
+//   load ms          from swapping in rds.yaml (and cds.yaml) with one more
+//                    namespace to Envoy counting the update
+//
+// DNS answers every Service name with one address where nothing listens, so
+// a request makes its sub-cluster and gets a 503 (upstream connect failure):
+// the memory is that of the clusters, not of traffic. The dev routes' auth
+// check is off for the requests (nothing answers for the auth service).
+//
+//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3]
+import { request, Agent } from "node:https";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { loadStackFile } from "../routing/config/load.js";
+import { routingConfig } from "../routing/config/routing-config.js";
+import type { StackConfig } from "../routing/config/schema.js";
+import { translateGateway } from "../routing/envoy/gateway.js";
+import { BOOTSTRAP_FILE, XDS_FILES } from "../routing/envoy/types.js";
+import { toReadableYaml, toXdsYaml } from "../routing/envoy/xds.js";
+import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderXds } from "../routing/render.js";
+import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
+import { parseQuantity } from "../routing/units.js";
+import { envoyApi } from "../routing/validation/descriptors.js";
+import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
+import { LoadCheck, type LoadedEnvoy } from "../test/harness/load-check.js";
+import { sleep, waitFor } from "../test/harness/processes.js";
+
+type Layout = StackConfig["devNamespaces"]["clusters"];
+const LAYOUTS: Layout[] = ["per-service", "on-demand"];
+const PER_NAMESPACE = 10;
+
+function options(): { pairs: number[]; settleSeconds: number } {
+  const { values } = parseArgs({
+    options: {
+      pairs: { type: "string", default: "100,1000,5000" },
+      settle: { type: "string", default: "3" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  const usage = "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3]";
+  if (values.help) {
+    console.log(usage);
+    process.exit(0);
+  }
+  const pairs = values.pairs.split(",").map(Number);
+  if (pairs.length < 1 || pairs.some((n) => !Number.isInteger(n) || n < 1 || n > 10_000))
+    throw new Error(`--pairs must list whole numbers from 1 to 10000 (got ${values.pairs})\n${usage}`);
+  const settleSeconds = Number(values.settle);
+  if (!(settleSeconds >= 0 && settleSeconds <= 60))
+    throw new Error(`--settle must be 0 to 60 seconds (got ${values.settle})\n${usage}`);
+  return { pairs, settleSeconds };
+}
+
+/** The prod stack with dev/PR routes laid out so, their auth check off. */
+function stack(base: StackConfig, clusters: Layout): StackConfig {
+  const gateways = Object.fromEntries(
+    Object.entries(base.gateways).map(([name, g]) => [name, { ...g, authenticateDevRoutes: false }]),
+  ) as StackConfig["gateways"];
+  return { ...base, gateways, devNamespaces: { ...base.devNamespaces, clusters } };
+}
+
+/** Every file of the gateway, written as render writes them, whether or not the xDS ones fit a ConfigMap. */
+function gatewayFiles(config: StackConfig, table: RoutingTable): Record<string, string> {
+  const docs = translateGateway(config, table, "gateway");
+  const files: Record<string, string> = {
+    [BOOTSTRAP_FILE]: toReadableYaml(docs.bootstrap),
+    [XDS_FILES.cds]: toXdsYaml(docs.cds),
+    [XDS_FILES.rds]: toXdsYaml(docs.rds),
+  };
+  for (const [file, doc] of Object.entries(docs.sds)) files[file] = toReadableYaml(doc);
+  return files;
+}
+
+interface Measured {
+  bytes: number;
+  renderMs: number;
+  idleMiB: number;
+  activeMiB: number;
+  clusters: number;
+  loadMs: number;
+  failed: number;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+async function heapMiB(envoy: LoadedEnvoy): Promise<number> {
+  const memory = JSON.parse(await envoy.envoy.admin("/memory")) as { allocated: string };
+  return Number(memory.allocated) / 2 ** 20;
+}
+
+/** The TLS listener's address, as Envoy bound it. */
+async function httpsPort(envoy: LoadedEnvoy): Promise<number> {
+  const listeners = JSON.parse(await envoy.envoy.admin("/listeners?format=json")) as {
+    listener_statuses: { name: string; local_address: { socket_address: { port_value: number } } }[];
+  };
+  return listeners.listener_statuses.find((l) => l.name === "https")!.local_address.socket_address.port_value;
+}
+
+/** One GET to every dev route (32 at a time, each bounded to 10 s); returns how many got no response. */
+async function requestEvery(port: number, host: string, dev: DevNamespaces): Promise<number> {
+  const paths = Object.entries(dev).flatMap(([ns, services]) => services.map((s) => `/${ns}/${String(s)}/`));
+  const agent = new Agent({ keepAlive: true, maxSockets: 32, rejectUnauthorized: false });
+  let next = 0;
+  let failed = 0;
+  const worker = async () => {
+    while (next < paths.length) {
+      const path = paths[next++]!;
+      await new Promise<void>((resolve) => {
+        const req = request(
+          { host: "127.0.0.1", port, path, servername: host, headers: { host }, agent, timeout: 10_000 },
+          (res) => {
+            res.resume();
+            res.on("end", resolve);
+          },
+        );
+        req.on("timeout", () => req.destroy(new Error("timeout")));
+        req.on("error", () => {
+          failed++;
+          resolve();
+        });
+        req.end();
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  agent.destroy();
+  return failed;
+}
+
+async function measure(
+  check: LoadCheck,
+  config: StackConfig,
+  pairs: number,
+  workers: number,
+  settleSeconds: number,
+): Promise<Measured> {
+  const dev = syntheticNamespaces(pairs, PER_NAMESPACE);
+  const table = buildRoutingTable(config, dev);
+  const routing = routingConfig(config);
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    try {
+      renderXds(routing, table, "gateway");
+    } catch {
+      // Past 1 MiB the render refuses the files: it has translated and validated them all by then.
+    }
+    times.push(performance.now() - t);
+  }
+  const files = gatewayFiles(config, table);
+  const bytes = configMapBytes({ [XDS_FILES.cds]: files[XDS_FILES.cds]!, [XDS_FILES.rds]: files[XDS_FILES.rds]! });
+  const envoy = await check.start(files, undefined, workers);
+  try {
+    await sleep(settleSeconds * 1000);
+    const idleMiB = await heapMiB(envoy);
+    const failed = await requestEvery(await httpsPort(envoy), config.gateways.gateway.devHost, dev);
+    await sleep(settleSeconds * 1000);
+    const activeMiB = await heapMiB(envoy);
+    const clusters = (await envoy.stats("^cluster_manager\\.active_clusters$")).get("cluster_manager.active_clusters")!;
+    // One more namespace: what Envoy takes to load the new files.
+    const more = gatewayFiles(config, buildRoutingTable(config, { ...dev, "pr-new": ["batch"] }));
+    const counter = "http.https.rds.https.update_success";
+    const before = (await envoy.stats(`^${counter}$`)).get(counter) ?? 0;
+    const t = performance.now();
+    await envoy.swap({ [XDS_FILES.cds]: more[XDS_FILES.cds]!, [XDS_FILES.rds]: more[XDS_FILES.rds]! });
+    await waitFor("Envoy to take the new rds.yaml", 60_000, async () => {
+      return ((await envoy.stats(`^${counter}$`)).get(counter) ?? 0) > before;
+    });
+    const loadMs = performance.now() - t;
+    return { bytes, renderMs: median(times), idleMiB, activeMiB, clusters, loadMs, failed };
+  } finally {
+    await envoy.envoy.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const o = options();
+  const prod = loadStackFile(join(__dirname, "..", "Pulumi.prod.yaml"));
+  const workers = Math.max(1, Math.ceil(parseQuantity(prod.gateways.gateway.resources.limits.cpu) ?? 1));
+  envoyApi();
+  const base = (layout: Layout) => {
+    const config = stack(prod, layout);
+    return configMapBytes(renderXds(routingConfig(config), buildRoutingTable(config), "gateway").xds);
+  };
+  const check = await LoadCheck.create(prod.clusterDomain, false, "127.0.0.2");
+  const results = new Map<string, Measured>();
+  try {
+    for (const pairs of o.pairs)
+      for (const layout of LAYOUTS)
+        results.set(`${pairs} ${layout}`, await measure(check, stack(prod, layout), pairs, workers, o.settleSeconds));
+  } finally {
+    await check.stop();
+  }
+  const pad = (s: string, n: number) => s.padStart(n);
+  console.log(
+    `prod stack gateway, ${PER_NAMESPACE} Services per namespace; Envoy --concurrency ${workers} (the pod's), heap after ${o.settleSeconds}s`,
+  );
+  console.log(
+    [
+      pad("pairs", 5),
+      pad("layout", 11),
+      pad("xDS bytes", 11),
+      pad("fits", 4),
+      pad("bytes/pair", 10),
+      pad("pairs/ConfigMap", 15),
+      pad("render ms", 9),
+      pad("heap idle MiB", 13),
+      pad("heap all requested MiB", 22),
+      pad("clusters", 8),
+      pad("load ms", 7),
+    ].join("  "),
+  );
+  for (const pairs of o.pairs)
+    for (const layout of LAYOUTS) {
+      const m = results.get(`${pairs} ${layout}`)!;
+      const perPair = (m.bytes - base(layout)) / pairs;
+      console.log(
+        [
+          pad(pairs.toLocaleString("en-US"), 5),
+          pad(layout, 11),
+          pad(m.bytes.toLocaleString("en-US"), 11),
+          pad(m.bytes <= CONFIGMAP_LIMIT_BYTES ? "yes" : "no", 4),
+          pad(perPair.toFixed(0), 10),
+          pad(Math.floor((CONFIGMAP_LIMIT_BYTES - base(layout)) / perPair).toLocaleString("en-US"), 15),
+          pad(m.renderMs.toFixed(0), 9),
+          pad(m.idleMiB.toFixed(1), 13),
+          pad(`${m.activeMiB.toFixed(1)}${m.failed ? ` (${m.failed} no answer)` : ""}`, 22),
+          pad(m.clusters.toLocaleString("en-US"), 8),
+          pad(m.loadMs.toFixed(0), 7),
+        ].join("  "),
+      );
+    }
+  for (const pairs of o.pairs) {
+    const [a, b] = LAYOUTS.map((l) => results.get(`${pairs} ${l}`)!);
+    console.log(
+      `${pairs.toLocaleString("en-US")} pairs, on-demand vs per-service: bytes ${(b!.bytes / a!.bytes).toFixed(2)}x, render ${(b!.renderMs / a!.renderMs).toFixed(2)}x, heap idle ${(b!.idleMiB / a!.idleMiB).toFixed(2)}x, heap all requested ${(b!.activeMiB / a!.activeMiB).toFixed(2)}x, load ${(b!.loadMs / a!.loadMs).toFixed(2)}x`,
+    );
+  }
+}
+
+main().catch((e: Error) => {
+  console.error(e.stack ?? e.message);
+  process.exit(1);
+});
