@@ -59,6 +59,7 @@ const layouts: (string | undefined)[] = values.clusters?.split(",") ?? [undefine
 for (const l of values.clusters === undefined ? [] : layouts)
   if (l !== "per-service" && l !== "on-demand")
     throw new Error(`--clusters must list per-service and/or on-demand (got ${values.clusters})\n${USAGE}`);
+const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";
 const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
 
 const POLL_MS = 200;
@@ -84,16 +85,7 @@ async function run(clusters: string | undefined): Promise<string[]> {
   let watch: ReturnType<typeof spawn> | undefined;
   try {
     stack = await ProgramStack.create(cluster, { from: "dev", stack: "bench" });
-    if (clusters)
-      await stack.ws.ok([
-        "config",
-        "set",
-        "--stack",
-        stack.ws.stack,
-        "--path",
-        "envoy-gateways:devNamespaces.clusters",
-        clusters,
-      ]);
+    if (clusters) await stack.ws.ok(["config", "set", "--path", CLUSTERS_KEY, clusters]);
     console.error("pulumi up of the dev stack (local) ...");
     await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
     gateway = await GatewayClient.start(cluster, "gateway");

@@ -172,60 +172,24 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
       ...(extAuthz.filter && !extAuthz.devRoutes ? extAuthzOff : {}),
       ...onDemandUpstreamHost(config.clusterDomain),
     },
-    onDemandAction(timeout, websocket) {
-      const key = `${timeout} ${websocket}`;
-      let action = onDemandActions.get(key);
-      if (!action)
-        onDemandActions.set(
-          key,
-          (action = {
-            cluster: ON_DEMAND_CLUSTER,
-            timeout,
-            ...(websocket ? { idle_timeout: shared.websocketIdleTimeout } : {}),
-          }),
-        );
-      return action;
-    },
+    onDemandAction: (timeout, websocket) =>
+      once(onDemandActions, `${timeout} ${websocket}`, () => ({
+        cluster: ON_DEMAND_CLUSTER,
+        timeout,
+        ...(websocket ? { idle_timeout: shared.websocketIdleTimeout } : {}),
+      })),
     websocketIdleTimeout: envoyDuration(config.edge.websocketIdleTimeout),
-    rateLimited(perSecond, statPrefix) {
-      const key = `${perSecond} ${statPrefix}`;
-      let config = rateLimits.get(key);
-      if (!config)
-        rateLimits.set(
-          key,
-          (config = {
-            [FILTER.localRateLimit]: localRateLimit(
-              perSecond,
-              perReplicaLimit(perSecond, settings.replicas),
-              statPrefix,
-            ),
-          }),
-        );
-      return config;
-    },
-    metricsAuthenticated(rateLimit) {
-      const key = rateLimit ? `${rateLimit.perSecond} ${rateLimit.statPrefix}` : "";
-      let config = metricsRoutes.get(key);
-      if (!config) {
-        config = {
-          [FILTER.extAuthz]: ExtAuthzEnabled,
-          ...(rateLimit ? shared.rateLimited(rateLimit.perSecond, rateLimit.statPrefix) : {}),
-        };
-        metricsRoutes.set(key, config);
-      }
-      return config;
-    },
-    retryPolicy(count) {
-      let policy = retryPolicies.get(count);
-      if (!policy) retryPolicies.set(count, (policy = retryPolicy(count)));
-      return policy;
-    },
-    retryOnReset(methods) {
-      const key = [...methods].sort().join(",");
-      let headers = resetRetries.get(key);
-      if (!headers) resetRetries.set(key, (headers = [retryOnResetHeader(methods)]));
-      return headers;
-    },
+    rateLimited: (perSecond, statPrefix) =>
+      once(rateLimits, `${perSecond} ${statPrefix}`, () => ({
+        [FILTER.localRateLimit]: localRateLimit(perSecond, perReplicaLimit(perSecond, settings.replicas), statPrefix),
+      })),
+    metricsAuthenticated: (rateLimit) =>
+      once(metricsRoutes, rateLimit ? `${rateLimit.perSecond} ${rateLimit.statPrefix}` : "", () => ({
+        [FILTER.extAuthz]: ExtAuthzEnabled,
+        ...(rateLimit ? shared.rateLimited(rateLimit.perSecond, rateLimit.statPrefix) : {}),
+      })),
+    retryPolicy: (count) => once(retryPolicies, count, () => retryPolicy(count)),
+    retryOnReset: (methods) => once(resetRetries, [...methods].sort().join(","), () => [retryOnResetHeader(methods)]),
     securityHeaders(headers) {
       // By name: the files must not depend on the order of the mapping's keys (the engine hands state back with its keys sorted).
       const list = Object.entries(headers)
@@ -256,6 +220,12 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     extAuthz,
     shared,
   };
+}
+
+/** The value cached under `key`, made by `make` the first time: parts alike are one object, written once. */
+function once<K, V>(cache: Map<K, V>, key: K, make: () => V): V {
+  if (!cache.has(key)) cache.set(key, make());
+  return cache.get(key)!;
 }
 
 /**
