@@ -16,6 +16,14 @@ export function clusterName(namespace: string, service: string, version = ""): s
   return version ? `${namespace}_${service}_${version}` : `${namespace}_${service}`;
 }
 
+/**
+ * The cluster of on-demand dev/PR routes (devNamespaces.clusters: on-demand),
+ * one for all of them. No `_`: it cannot collide with a cluster of a
+ * service, and keeps all its stats, where Envoy counts the responses and
+ * latency of every on-demand route.
+ */
+export const ON_DEMAND_CLUSTER = "dev-on-demand";
+
 /** DNS name of a Service: with a headless Service it resolves to every ready pod IP. */
 export function serviceHost(service: string, namespace: string, clusterDomain: string): string {
   return `${service}.${namespace}.svc.${clusterDomain}`;

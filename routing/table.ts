@@ -6,7 +6,7 @@
 // the first ConfigMap content, every later update, and the previews.
 import { InputError, type Problem } from "./config/errors.js";
 import type { RoutingConfig, SecurityHeaders } from "./config/schema.js";
-import { clusterName, isDnsLabel, routeId, serviceHost, versionServiceName } from "./names.js";
+import { clusterName, isDnsLabel, ON_DEMAND_CLUSTER, routeId, serviceHost, versionServiceName } from "./names.js";
 import { checkShift, shiftSpec, versionWeights, type Shift, type ShiftSpec } from "./shifts.js";
 
 /** One version of a logical service, behind its own headless Service. */
@@ -250,13 +250,33 @@ function devService(
     id: routeId(namespace, facts.name),
     namespace,
     name: facts.name,
-    ...weighted(namespace, facts.name, versions, shifts, now, (message) => problems.push(at(["versions"], message))),
+    ...onDemand(
+      config,
+      facts.name,
+      weighted(namespace, facts.name, versions, shifts, now, (message) => problems.push(at(["versions"], message))),
+    ),
     rateLimit: config.devNamespaces.rateLimit,
     websocket: facts.websocket ?? false,
     aliases: [],
     routeTimeout: config.upstream.routeTimeout,
     retries: devRetries(config),
   };
+}
+
+/**
+ * Which cluster a dev/PR service's version goes to: with on-demand routes
+ * (devNamespaces.clusters), a service whose one version is the Service of its
+ * own name shares the on-demand cluster (its upstream host comes from the
+ * path); any other keeps a cluster per version.
+ */
+function onDemand(
+  config: RoutingConfig,
+  name: string,
+  routed: Pick<RoutedService, "versions" | "shift">,
+): Pick<RoutedService, "versions" | "shift"> {
+  const [only, ...others] = routed.versions;
+  if (config.devNamespaces.clusters !== "on-demand" || !only || others.length || only.service !== name) return routed;
+  return { ...routed, versions: [{ ...only, cluster: ON_DEMAND_CLUSTER }] };
 }
 
 /** The retries of every dev/PR service: the stack's upstream retries (a dev service cannot choose its own). */

@@ -3,37 +3,29 @@
 // DNS clusters use Envoy's DNS cluster extension (envoy.cluster.dns) with
 // strict DNS semantics: every address DNS returns is an endpoint. The resolver
 // itself (c-ares, no search-domain walk) is the bootstrap's, shared by all.
-import { gatewayPodsService, serviceHost, UPSTREAM_PORT } from "../names.js";
+import { gatewayPodsService, ON_DEMAND_CLUSTER, serviceHost, UPSTREAM_PORT } from "../names.js";
 import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
 import type { GatewayContext, XdsContext } from "./context.js";
-import { FORWARD_PROXY_CLUSTER_TYPE, ON_DEMAND_CLUSTER, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
+import { FORWARD_PROXY_CLUSTER_TYPE, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
 /**
  * Every routed cluster of the table: production first, then dev, each in
- * table order; dev services routed on demand share the on-demand cluster,
- * last, there whenever the stack routes dev/PR services on demand (so it
- * stays the same, with its sub-clusters, as namespaces come and go).
+ * table order; the on-demand cluster last, there whenever the stack routes
+ * dev/PR services on demand (so it stays the same, with its sub-clusters, as
+ * namespaces come and go) and written once however many routes share it.
  */
 export function serviceClusters(ctx: XdsContext, table: RoutingTable): Json[] {
   const clusters: Json[] = [];
   for (const s of table.production) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "production"));
   for (const s of table.dev)
-    if (!routedOnDemand(ctx, s)) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "dev"));
+    for (const v of s.versions) if (v.cluster !== ON_DEMAND_CLUSTER) clusters.push(serviceCluster(ctx, s, v, "dev"));
   if (ctx.config.devNamespaces.clusters === "on-demand") clusters.push(onDemandCluster(ctx));
   return clusters;
 }
 
-/**
- * Whether a dev/PR service is routed through the on-demand cluster: when the
- * stack says so, and the service is one Service of its own name (the
- * upstream host comes from the path); others keep a cluster per version.
- */
-export function routedOnDemand(ctx: XdsContext, service: RoutedService): boolean {
-  return (
-    ctx.config.devNamespaces.clusters === "on-demand" &&
-    service.versions.length === 1 &&
-    service.versions[0]!.service === service.name
-  );
+/** Whether the table sends a dev/PR service through the on-demand cluster (its one version's cluster). */
+export function routedOnDemand(service: RoutedService): boolean {
+  return service.versions.length === 1 && service.versions[0]!.cluster === ON_DEMAND_CLUSTER;
 }
 
 /**

@@ -7,7 +7,6 @@ import type { GatewayName, GatewaySettings, RoutingConfig, SecurityHeaders, Stac
 import {
   DNS_CLUSTER_TYPE,
   FILTER,
-  ON_DEMAND_CLUSTER,
   POD_PATHS,
   POD_PORTS,
   TYPE,
@@ -17,6 +16,7 @@ import {
 } from "./types.js";
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
 import { envoyDuration, formatLiteral } from "./units.js";
+import { ON_DEMAND_CLUSTER } from "../names.js";
 import { ExtAuthzDisabled, ExtAuthzEnabled, localRateLimit, onDemandUpstreamHost } from "./filters.js";
 
 /** Options for where and how Envoy runs; the defaults are the gateway pod's. */

@@ -5,6 +5,7 @@
 // once, with the count, not once per resource.
 import type { Problem } from "../config/errors.js";
 import type { RoutingTable } from "../table.js";
+import { ON_DEMAND_CLUSTER } from "../names.js";
 
 /** Fields the translation sets from stack config, by the start of their path (as the validator names it) in a cluster or a route. */
 const FIELD_KEYS: [RegExp, string][] = [
@@ -32,7 +33,14 @@ export function explainDocumentProblems(problems: readonly Problem[], table: Rou
   const owners = new Map<string, string>();
   for (const s of table.production)
     for (const v of s.versions) owners.set(v.cluster, `the service ${s.name} (envoy-gateways:services)`);
-  for (const s of table.dev) for (const v of s.versions) owners.set(v.cluster, `the dev/PR service ${s.id}`);
+  for (const s of table.dev)
+    for (const v of s.versions)
+      owners.set(
+        v.cluster,
+        v.cluster === ON_DEMAND_CLUSTER
+          ? "the on-demand dev/PR routes (envoy-gateways:devNamespaces.clusters)"
+          : `the dev/PR service ${s.id}`,
+      );
   // Problems of named resources group by gateway, file, kind of resource and message; others by where and message.
   const groups = new Map<string, { first: Problem; resources: string[] }>();
   for (const p of problems) {

@@ -77,7 +77,7 @@ export function devVirtualHost(
     domains: [ctx.settings.devHost],
     routes: services.map((s) => {
       const match = { path_separated_prefix: `/${s.namespace}/${s.name}` };
-      if (routedOnDemand(ctx, s)) return onDemandRoute(ctx, s, match);
+      if (routedOnDemand(s)) return onDemandRoute(ctx, s, match);
       // With on-demand routes the virtual host appends the client's Host to x-forwarded-host for every route.
       return serviceRoute(ctx, s, match, DEV_RATE_LIMIT_STATS, !onDemand);
     }),

@@ -65,13 +65,6 @@ export const STATIC_CLUSTER = {
   gatewayPods: "gateway-pods",
 } as const;
 
-/**
- * The CDS cluster of on-demand dev/PR routes (devNamespaces.clusters: on-demand).
- * No `_`: it cannot collide with a routed cluster, and keeps all its stats, where
- * Envoy counts the responses and latency of every on-demand route.
- */
-export const ON_DEMAND_CLUSTER = "dev-on-demand";
-
 /** Names of the SDS secrets (one file each in the bootstrap directory). */
 export const SECRET = {
   server: "server-cert",

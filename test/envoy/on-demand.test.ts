@@ -6,7 +6,7 @@
 // name; ext_authz and the rate limit still apply; a namespace added later
 // changes only rds.yaml, so the other routes keep their pooled connections.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ON_DEMAND_CLUSTER } from "../../routing/envoy/types.js";
+import { ON_DEMAND_CLUSTER } from "../../routing/names.js";
 import { RATE_LIMITED_ROUTE_HEADER, UPSTREAM_HOST_HEADER } from "../../routing/envoy/filters.js";
 import { DEV_CLUSTER_STATS } from "../../routing/envoy/stats.js";
 import { keepAliveAgent } from "../harness/client.js";

@@ -367,6 +367,19 @@ describe("drift", () => {
     expect(xdsDrift(rendered().table, rendered().files.documents, parsed(rendered().files.xds))).toEqual({});
   });
 
+  it("finds none with on-demand routes, and names every route an edit of their shared cluster changes", () => {
+    const onDemand = renderRoutes(facts({ config: routingConfig(stackConfig("prod", "on-demand")) }), at);
+    const { xds } = onDemand.files;
+    expect(xdsDrift(onDemand.table, onDemand.files.documents, parsed(xds))).toEqual({});
+    const cds = xds["cds.yaml"]!.replace('"max_sub_clusters":16384', '"max_sub_clusters":1');
+    expect(cds).not.toBe(xds["cds.yaml"]);
+    const drift = xdsDrift(onDemand.table, onDemand.files.documents, parsed({ ...xds, "cds.yaml": cds }));
+    const onDemandRoutes = onDemand.table.dev.filter((s) => s.versions[0]!.cluster === "dev-on-demand");
+    expect(onDemandRoutes.length).toBeGreaterThan(1);
+    for (const s of onDemandRoutes) expect(drift[s.id]).toBe("cluster dev-on-demand changed");
+    expect(Object.keys(drift)).toHaveLength(onDemandRoutes.length);
+  });
+
   it("names the routes a removed route and an edited cluster change, and what was never written", () => {
     const data = rendered().files.xds;
     const rds = data["rds.yaml"]!.split("\n")

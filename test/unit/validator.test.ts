@@ -193,7 +193,7 @@ describe("validator", () => {
 });
 
 describe("the validator's problems, as the user reads them", () => {
-  const table = eachTest(() => buildRoutingTable(stackConfig("prod"), { "pr-1": ["batch"] }));
+  const table = eachTest(() => buildRoutingTable(stackConfig("prod", "per-service"), { "pr-1": ["batch"] }));
   /** A problem of the field `field` of cluster `name`, as the validator makes it. */
   const cluster = (name: string, i: number, field: string, message: string): Problem =>
     documentProblem(
@@ -229,6 +229,16 @@ describe("the validator's problems, as the user reads them", () => {
       "outlier_detection.max_ejection_percent: must be at most 100 [set by envoy-gateways:upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent, the dev/PR service pr-1/batch]",
     );
     expect(p!.place!.configKey).toBe("envoy-gateways:upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent");
+  });
+  it("names the on-demand routes for a problem of their shared cluster, not one service", () => {
+    const onDemand = buildRoutingTable(stackConfig("prod", "on-demand"), { "pr-1": ["batch"], "pr-2": ["batch"] });
+    const [p] = explainDocumentProblems(
+      [cluster("dev-on-demand", 30, "outlier_detection.max_ejection_percent", "must be at most 100")],
+      onDemand,
+    );
+    expect(p!.message).toBe(
+      "outlier_detection.max_ejection_percent: must be at most 100 [set by envoy-gateways:upstream.consecutive5xx, baseEjectionTime, maxEjectionPercent, the on-demand dev/PR routes (envoy-gateways:devNamespaces.clusters)]",
+    );
   });
   it("leaves a problem it cannot trace as it is", () => {
     const p = documentProblem(
