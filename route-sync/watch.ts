@@ -7,8 +7,11 @@
 //  - record: an engine run records the latest write in state (sync.ts, step
 //    2: the program runs inline, given what was discovered and written), one
 //    at a time; changes that arrive while it runs, or while it waits for the
-//    stack lock, are written live and coalesced into the next record.
-// Each of the two runs one step at a time through its own serial runner
+//    stack lock, are written live and coalesced into the next record;
+//  - status: the route status of what the latest live step saw (annotations
+//    and Events, thousands of requests the first time at thousands of
+//    Services), written beside the next live steps, never holding them up.
+// Each of the three runs one step at a time through its own serial runner
 // (serial-runner.ts), which coalesces requests and retries a failed step with
 // backoff; while a traffic shift moves, a timer re-renders so the weights
 // follow. stop() starts nothing more: the steps in progress finish, and a
@@ -39,6 +42,7 @@ import {
 import type { LockWait } from "./lock.js";
 import { serialRunner } from "./serial-runner.js";
 import { RoutesInputError } from "../routes-provider/core.js";
+import type { StatusWritten } from "../kube/route-status.js";
 
 export interface WatchOptions {
   /** Quiet time after a change before writing. */
@@ -83,6 +87,8 @@ export function watchRoutes(
   /** The problems and status failures the last step said: said again only once they were gone. */
   let said = new Set<string>();
   let statusSaid = new Set<string>();
+  /** The route status write the latest live step asked for, not started yet. */
+  let pendingStatus: (() => Promise<StatusWritten>) | undefined;
   /** Events already created (or found there): not asked for again while this watcher runs. */
   const reported = new Set<string>();
   let finish!: () => void;
@@ -150,12 +156,9 @@ export function watchRoutes(
     const renderMs = Date.now() - renderStart;
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     // After any write: the routes are live when the Services say so.
-    const status = async () => {
-      const wrote = await writeStatus(sync, { ...listed, found }, planned, now, reported);
-      // What was written is said each time; a failure (no access, say) once while it lasts.
-      const lines = statusLines(wrote);
-      statusSaid = sayOnce(lines.slice(0, wrote.failures.length), statusSaid);
-      for (const line of lines.slice(wrote.failures.length)) options.log(line);
+    const status = () => {
+      pendingStatus = () => writeStatus(sync, { ...listed, found }, planned, now, reported);
+      statusRunner.request();
     };
     if (changed.length === 0) {
       // Said once, after the first step on everything the watch read: from here on it only acts on changes.
@@ -165,7 +168,7 @@ export function watchRoutes(
         );
       caughtUp = true;
       if (!planned.every(recorded)) queueRecord(syncRecord(planned, found.devNamespaces, now));
-      await status();
+      status();
       return;
     }
     caughtUp = true;
@@ -188,7 +191,7 @@ export function watchRoutes(
     );
     options.onEvent?.({ kind: "live", seconds });
     queueRecord(wrote);
-    await status();
+    status();
   };
 
   /** Logs the lines not in `before`; returns them all, what is said now. */
@@ -196,6 +199,25 @@ export function watchRoutes(
     for (const line of lines) if (!before.has(line)) options.log(line);
     return new Set(lines);
   };
+
+  /** Step 3: the route status of the latest live step (a newer one replaces one not started yet). */
+  const statusRunner = serialRunner(
+    async () => {
+      const write = pendingStatus;
+      pendingStatus = undefined;
+      if (!write) return;
+      const wrote = await write();
+      // What was written is said each time; a failure (no access, say) once while it lasts.
+      const lines = statusLines(wrote);
+      statusSaid = sayOnce(lines.slice(0, wrote.failures.length), statusSaid);
+      for (const line of lines.slice(wrote.failures.length)) options.log(line);
+    },
+    {
+      ...(options.retry ? { retry: options.retry } : {}),
+      // writeStatus reports failures as lines; what it throws (a bug) is said, and the next live step tries again.
+      onError: (e) => options.log(`route status not written: ${e instanceof Error ? e.message : String(e)}`),
+    },
+  );
 
   const queueRecord = (wrote: SyncRecord) => {
     pending = wrote;
@@ -262,7 +284,7 @@ export function watchRoutes(
       if (ticker) clearInterval(ticker);
       void objects.stop();
       // Nothing new starts (a record the live step in progress queues included); the steps in progress finish.
-      void Promise.all([liveRunner.stop(), recordRunner.stop()]).then(() => {
+      void Promise.all([liveRunner.stop(), recordRunner.stop(), statusRunner.stop()]).then(() => {
         if (pending)
           options.log(
             "stopped before recording the routes written since the last record: the ConfigMaps hold them; the next sync-routes or `pulumi up` records them",

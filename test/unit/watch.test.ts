@@ -25,6 +25,10 @@ const h = vi.hoisted(() => ({
   problems: [] as { key: string; source: "namespaces"; message: string }[],
   /** What each route status write reports. */
   status: { annotated: 0, events: 0, failures: [] as string[] },
+  /** When set, each route status write waits for it (a slow write of thousands of Services). */
+  statusGate: undefined as Promise<void> | undefined,
+  /** Route status writes started. */
+  statusWrites: 0,
   sync: undefined as unknown,
   /** The route lines the next live write reports. */
   changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
@@ -58,7 +62,11 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   syncRecord: (await importOriginal<typeof import("../../route-sync/sync.js")>()).syncRecord,
   statusLines: (await importOriginal<typeof import("../../route-sync/sync.js")>()).statusLines,
   // The route status of an empty cluster: nothing to write (test/e2e/routes.test.ts writes it on a real one).
-  writeStatus: async () => h.status,
+  writeStatus: async () => {
+    h.statusWrites++;
+    await h.statusGate;
+    return h.status;
+  },
   syncedRoutes: () => ({}),
   shiftsMoving: () => false,
   routeChanges: () => h.changes,
@@ -113,6 +121,8 @@ describe("sync-routes --watch", () => {
       watchStopped: false,
       problems: [],
       status: { annotated: 0, events: 0, failures: [] },
+      statusGate: undefined,
+      statusWrites: 0,
       sync,
       changes: { added: ["a route"], removed: [], changed: [] },
     });
@@ -184,6 +194,31 @@ describe("sync-routes --watch", () => {
       "route status: 1 Service annotations written, 1 Events created",
       "route status: 1 Service annotations written, 1 Events created",
       "route status not written: pr-1/batch: services is forbidden",
+    ]);
+  });
+
+  it("writes the routes of a change while a long route status write is still going, then the latest status", async () => {
+    let release!: () => void;
+    h.statusGate = new Promise((r) => (release = r));
+    h.status = { annotated: 5000, events: 5000, failures: [] };
+    const before = h.statusWrites; // the first step's, on what the watch read at its start
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(h.writes).toEqual(["d1"]);
+    expect(h.statusWrites).toBe(before + 1);
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    change("namespace pr-3 added", "d3");
+    await tick(300);
+    // The routes follow; the status of pr-2's step is replaced by pr-3's, not written in between.
+    expect(h.writes).toEqual(["d1", "d2", "d3"]);
+    expect(h.statusWrites).toBe(before + 1);
+    release();
+    await tick();
+    expect(h.statusWrites).toBe(before + 2);
+    expect(lines.filter((l) => l.startsWith("route status"))).toEqual([
+      "route status: 5000 Service annotations written, 5000 Events created",
+      "route status: 5000 Service annotations written, 5000 Events created",
     ]);
   });
 
