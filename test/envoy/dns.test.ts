@@ -14,7 +14,7 @@ import { renderGateway, type GatewayFiles } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { LoadCheck } from "../harness/load-check.js";
 import { waitFor } from "../harness/processes.js";
-import { e2eStackConfig } from "../harness/stack.js";
+import { e2eStackConfigWith } from "../harness/stack.js";
 
 const POD_RESOLV_CONF = {
   LOCALDOMAIN: "default.svc.cluster.local svc.cluster.local cluster.local",
@@ -64,7 +64,8 @@ async function queriesOf(files: Record<string, string>, names: string[]): Promis
 }
 
 describe("upstream DNS", () => {
-  const config = e2eStackConfig();
+  // A cluster per dev/PR Service, so Envoy asks the dev name at start too (an on-demand sub-cluster asks it on its first request, through the same resolver).
+  const config = e2eStackConfigWith("per-service");
   const files = renderGateway(config, buildRoutingTable(config, { "pr-1": ["batch"] }), "gateway");
   const names = upstreamNames(files);
 
