@@ -92,7 +92,11 @@ create_bridge() {
 POD_SUBNET=$POD_SUBNET
 NODE_IP=$NODE_IP
 EOF
-  ip link add name "$BRIDGE" type bridge
+  # A fixed MAC address (locally administered, from the subnet): a bridge without one takes
+  # the lowest MAC of its ports, so it changed as pods came and went, and a pod's cached
+  # ARP entry for its gateway went stale: its packets to the node (DNS, Services) were
+  # flooded to the other ports and lost until it resolved the address again.
+  ip link add name "$BRIDGE" address "$(printf '02:65:67:00:%02x:01' "$n")" type bridge
   ip addr add "$NODE_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   flock -u 8; exec 8>&-

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { LABEL } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
 import { repoRoot } from "../support/components.js";
+import { kubeProxyRules, untilKubeProxyServes } from "../support/kube-proxy.js";
 import { servicesCa } from "../support/local-stack.js";
 import { until, Workloads } from "../support/workloads.js";
 
@@ -49,10 +50,6 @@ async function getMany(address: string, port: number, count: number): Promise<Ma
     pods.set(r.pod, (pods.get(r.pod) ?? 0) + 1);
   }
   return pods;
-}
-
-async function kubeProxyRules(): Promise<string> {
-  return (await run("nft", ["list", "table", "ip", "kube-proxy"])).stdout;
 }
 
 beforeAll(async () => {
@@ -107,7 +104,7 @@ describe("Services through kube-proxy on the local node", () => {
     });
     const nodePort = created.spec?.ports?.[0]?.nodePort ?? 0;
     expect(nodePort).toBeGreaterThanOrEqual(30000);
-    await until("the node port to answer", 30_000, () => get(cluster.node.ip, nodePort).then((r) => r.status === 200));
+    await untilKubeProxyServes(`node port ${nodePort}`, [{ nodePort }], 30_000);
     const pods = await getMany(cluster.node.ip, nodePort, 20);
     expect(pods.size).toBe(2);
   });

@@ -150,6 +150,13 @@ describe("the local node", () => {
     expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^containerd:\/\/1\.6\./);
     expect(node.status?.addresses).toContainEqual({ type: "InternalIP", address: cluster.node.ip });
     expect(cluster.node.podSubnet).toMatch(/^10\.200\.\d+\.0\/24$/);
+    // The bridge's MAC address was set (addr_assign_type 3, NET_ADDR_SET), from the subnet: one
+    // left to the kernel follows the lowest MAC of the pods' ports and changes as pods go, and
+    // their packets to the node (DNS, Services) are lost until each pod resolves it again.
+    const bridge = (file: string) => readFileSync(`/sys/class/net/${cluster.node.bridge}/${file}`, "utf8").trim();
+    expect(bridge("addr_assign_type")).toBe("3");
+    const subnet = Number(cluster.node.podSubnet.split(".")[2]);
+    expect(bridge("address")).toBe(`02:65:67:00:${subnet.toString(16).padStart(2, "0")}:01`);
     // The imported images, under the names the Deployments use (nothing pulled from a registry).
     const images = (node.status?.images ?? []).flatMap((i) => i.names ?? []);
     for (const image of Object.values(localImages()))

@@ -13,15 +13,15 @@
 // Service), so that the program can adopt these objects; the NGINX Deployment is named
 // `<gateway>-nginx`, out of the way of the program's `<gateway>` Deployment.
 import { AppsV1Api, CoreV1Api, KubeConfig, type V1Service } from "@kubernetes/client-node";
-import { connect } from "node:net";
 import { gatewayObjectNames } from "../../components/envoy-gateway.js";
 import { LABEL } from "../../routing/labels.js";
 import { UPSTREAM_PORT } from "../../routing/names.js";
 import type { GatewayName, StackConfig } from "../../routing/config/schema.js";
 import { fillTemplate } from "../harness/template.js";
 import type { LocalCluster } from "./cluster.js";
+import { untilKubeProxyServes } from "./kube-proxy.js";
 import { applyLocalSecrets, localImages } from "./local-stack.js";
-import { hardenedDeployment, until, Workloads } from "./workloads.js";
+import { hardenedDeployment, Workloads } from "./workloads.js";
 
 /** The port the NGINX pods listen on (as the Envoy gateways' pods do). */
 export const OLD_GATEWAY_PORT = 8443;
@@ -132,27 +132,11 @@ export async function deployOldWorld(cluster: LocalCluster, spec: OldWorldSpec):
   }
   await w.waitRollout(namespace, nginxDeployment);
   // Serving means kube-proxy has programmed the new Services too (its sync lags their creation).
-  const addresses: [string, number][] = [
-    [cluster.node.ip, nodePort],
-    ...Object.values(clusterIps).map((ip): [string, number] => [ip, UPSTREAM_PORT]),
-  ];
-  for (const [host, port] of addresses)
-    await until(`kube-proxy to serve ${host}:${port} (old world in ${namespace})`, 60_000, () => accepts(host, port));
+  await untilKubeProxyServes(`the old world in ${namespace}`, [
+    { nodePort },
+    ...Object.values(clusterIps).map((clusterIp) => ({ clusterIp, port: UPSTREAM_PORT })),
+  ]);
   return { namespace, gatewayService, nodePort, nginxDeployment, clusterIps };
-}
-
-/** Whether a TCP connection to host:port is accepted within a second. */
-function accepts(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port, timeout: 1000 });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.once("connect", () => done(true));
-    socket.once("timeout", () => done(false));
-    socket.once("error", () => done(false));
-  });
 }
 
 /** A plain ClusterIP Service in front of a service's pods, as `kubectl create service clusterip` makes. */
