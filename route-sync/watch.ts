@@ -204,9 +204,10 @@ export function watchRoutes(
   const statusRunner = serialRunner(
     async () => {
       const write = pendingStatus;
-      pendingStatus = undefined;
       if (!write) return;
       const wrote = await write();
+      // Kept until written (a step that throws is retried); a newer one asked for meanwhile stays.
+      if (pendingStatus === write) pendingStatus = undefined;
       // What was written is said each time; a failure (no access, say) once while it lasts.
       const lines = statusLines(wrote);
       statusSaid = sayOnce(lines.slice(0, wrote.failures.length), statusSaid);
@@ -214,8 +215,11 @@ export function watchRoutes(
     },
     {
       ...(options.retry ? { retry: options.retry } : {}),
-      // writeStatus reports failures as lines; what it throws (a bug) is said, and the next live step tries again.
-      onError: (e) => options.log(`route status not written: ${e instanceof Error ? e.message : String(e)}`),
+      // writeStatus reports failures as lines; what it throws is said, and the write retried (or a newer one written).
+      onError: (e, retryMs) =>
+        options.log(
+          `route status not written: ${e instanceof Error ? e.message : String(e)}${retryMs === undefined ? "" : `; trying again in ${Math.round(retryMs / 1000)}s`}`,
+        ),
     },
   );
 
@@ -288,6 +292,11 @@ export function watchRoutes(
         if (pending)
           options.log(
             "stopped before recording the routes written since the last record: the ConfigMaps hold them; the next sync-routes or `pulumi up` records them",
+          );
+        // Asked for by a step that finished while stopping, or waiting to be retried: not started on the way out.
+        if (pendingStatus)
+          options.log(
+            "stopped before writing the route status of the last routes written: the next sync-routes writes it",
           );
         finish();
       });

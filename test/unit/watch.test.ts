@@ -29,6 +29,10 @@ const h = vi.hoisted(() => ({
   statusGate: undefined as Promise<void> | undefined,
   /** Route status writes started. */
   statusWrites: 0,
+  /** What a route status write throws, if set. */
+  statusError: undefined as Error | undefined,
+  /** When set, each live write waits for it. */
+  writeGate: undefined as Promise<void> | undefined,
   sync: undefined as unknown,
   /** The route lines the next live write reports. */
   changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
@@ -65,6 +69,7 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   writeStatus: async () => {
     h.statusWrites++;
     await h.statusGate;
+    if (h.statusError) throw h.statusError;
     return h.status;
   },
   syncedRoutes: () => ({}),
@@ -76,6 +81,7 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   },
   recorded: (p: { digest: string }) => p.digest === h.recordedDigest,
   writeLive: async (planned: { digest: string }[]): Promise<SyncRecord> => {
+    await h.writeGate;
     if (h.writeError) throw h.writeError;
     h.writes.push(planned[0]!.digest);
     return { devNamespaces: {}, renderedAt: "", written: { gateway: planned[0]!.digest } };
@@ -123,6 +129,8 @@ describe("sync-routes --watch", () => {
       status: { annotated: 0, events: 0, failures: [] },
       statusGate: undefined,
       statusWrites: 0,
+      statusError: undefined,
+      writeGate: undefined,
       sync,
       changes: { added: ["a route"], removed: [], changed: [] },
     });
@@ -219,6 +227,42 @@ describe("sync-routes --watch", () => {
     expect(lines.filter((l) => l.startsWith("route status"))).toEqual([
       "route status: 5000 Service annotations written, 5000 Events created",
       "route status: 5000 Service annotations written, 5000 Events created",
+    ]);
+  });
+
+  it("retries a route status write that threw, until it is written", async () => {
+    h.statusError = new Error("the API server did not answer");
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    const tried = h.statusWrites;
+    expect(lines.at(-1)).toBe("route status not written: the API server did not answer; trying again in 2s");
+    h.statusError = undefined;
+    h.status = { annotated: 1, events: 1, failures: [] };
+    await tick(1999);
+    expect(h.statusWrites).toBe(tried);
+    await tick(1);
+    expect(h.statusWrites).toBe(tried + 1);
+    expect(lines.at(-1)).toBe("route status: 1 Service annotations written, 1 Events created");
+    // Written: nothing more to retry.
+    await tick(600_000);
+    expect(h.statusWrites).toBe(tried + 1);
+  });
+
+  it("says the route status of a write that finished while stopping is not written, and starts no status write", async () => {
+    let release!: () => void;
+    h.writeGate = new Promise((r) => (release = r));
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    const before = h.statusWrites;
+    watcher.stop();
+    release();
+    await tick();
+    expect(stopped).toBe(true);
+    expect(h.writes).toEqual(["d1"]);
+    expect(h.statusWrites).toBe(before);
+    expect(lines.slice(-2)).toEqual([
+      "stopped before recording the routes written since the last record: the ConfigMaps hold them; the next sync-routes or `pulumi up` records them",
+      "stopped before writing the route status of the last routes written: the next sync-routes writes it",
     ]);
   });
 
