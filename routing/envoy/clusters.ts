@@ -66,7 +66,7 @@ export function onDemandCluster(ctx: XdsContext): Json {
     lb_policy: "CLUSTER_PROVIDED",
     transport_socket: shared.onDemand.transportSocket,
     typed_extension_protocol_options: shared.onDemand.protocolOptions,
-    circuit_breakers: shared.circuitBreakers,
+    circuit_breakers: shared.onDemandCircuitBreakers,
     outlier_detection: shared.outlierDetection,
     per_connection_buffer_limit_bytes: ctx.config.edge.bufferLimitBytes,
   };

@@ -60,6 +60,8 @@ export interface SharedParts {
   dnsCluster: Json;
   connectTimeout: string;
   circuitBreakers: Json;
+  /** The on-demand cluster's: a retry limit for all dev/PR routes together. */
+  onDemandCircuitBreakers: Json;
   outlierDetection: Json;
   /** The DNS settings of every DNS cluster (dnsCluster's, and each on-demand sub-cluster's). */
   dnsSettings: Json;
@@ -144,18 +146,14 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
     dnsCluster: { name: DNS_CLUSTER_TYPE, typed_config: { "@type": TYPE.dnsCluster, ...dnsSettings } },
     dnsSettings,
     connectTimeout: envoyDuration(up.connectTimeout),
-    circuitBreakers: {
-      thresholds: [
-        {
-          max_connections: up.maxConnections,
-          max_pending_requests: up.maxPendingRequests,
-          max_requests: up.maxRequests,
-          // Retries in flight at most this share of the active requests (at least 3), instead of a fixed max_retries.
-          retry_budget: { budget_percent: { value: up.retryBudgetPercent }, min_retry_concurrency: 3 },
-          track_remaining: true,
-        },
-      ],
-    },
+    // Retries in flight at most this share of the active requests (at least 3), instead of a fixed max_retries.
+    circuitBreakers: circuitBreakers(up, {
+      retry_budget: { budget_percent: { value: up.retryBudgetPercent }, min_retry_concurrency: 3 },
+    }),
+    // Envoy charges a retry to the route's cluster, the on-demand cluster, but counts the active
+    // requests on the sub-cluster that sends them: a budget there would stay at its minimum, 3
+    // retries in flight for every dev/PR route of the gateway pod. At most maxRequests instead.
+    onDemandCircuitBreakers: circuitBreakers(up, { max_retries: up.maxRequests }),
     outlierDetection: {
       consecutive_5xx: up.consecutive5xx,
       base_ejection_time: envoyDuration(up.baseEjectionTime),
@@ -228,12 +226,27 @@ function once<K, V>(cache: Map<K, V>, key: K, make: () => V): V {
   return cache.get(key)!;
 }
 
+/** A cluster's circuit breakers (the default priority's): connections, pending and active requests, and `retries`. */
+function circuitBreakers(up: RoutingConfig["upstream"], retries: Json): Json {
+  return {
+    thresholds: [
+      {
+        max_connections: up.maxConnections,
+        max_pending_requests: up.maxPendingRequests,
+        max_requests: up.maxRequests,
+        ...retries,
+        track_remaining: true,
+      },
+    ],
+  };
+}
+
 /**
  * Retries that are safe for every method: the request never reached a pod
  * (connect failure, a refused HTTP/2 stream, a reset before any of it was
  * sent). Each retry goes to another pod (previous_hosts), after Envoy's
  * default backoff (25 ms doubling, at most 250 ms), within the clusters'
- * retry budget. The pick is made again up to 5 times while it lands on a pod
+ * retry limits. The pick is made again up to 5 times while it lands on a pod
  * already tried: with two pods a random pick hits the failed one half the
  * time, so 3 re-picks sent 1 retry in 16 back to it (1 in 64 now).
  */

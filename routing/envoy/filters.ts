@@ -93,6 +93,8 @@ export function onDemandUpstreamHost(clusterDomain: string): Json {
               append_action: "APPEND_IF_EXISTS_OR_ADD",
             },
           },
+          // A client's own value goes first, so that nothing but the path can name the host.
+          { remove: UPSTREAM_HOST_HEADER },
           {
             append: {
               header: { key: UPSTREAM_HOST_HEADER, value: `%CEL(${host})%` },

@@ -79,11 +79,17 @@ describe("dist/sync-routes --watch and SIGTERM", () => {
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
     /** Every process the watcher started while it ran, as seen every 50 ms until it exits. */
     const seen = new Map<string, Proc>();
+    /** A process that is exiting reads as an empty command line: the command seen before it stays. */
+    const remember = (p: Proc) => {
+      const key = `${p.pid}/${p.start}`;
+      if (p.command || !seen.has(key)) seen.set(key, p);
+      return p;
+    };
     let running = true;
     void exited.then(() => (running = false));
     const sample = () => {
       if (!running) return;
-      for (const p of descendants(child.pid!)) seen.set(`${p.pid}/${p.start}`, p);
+      for (const p of descendants(child.pid!)) remember(p);
       setTimeout(sample, 50);
     };
     sample();
@@ -105,7 +111,7 @@ describe("dist/sync-routes --watch and SIGTERM", () => {
       await until("the live write", /\+ pr-e2e-stop\/batch on gateway[\s\S]*?routes live/, 60_000);
       const deadline = Date.now() + 120_000;
       // What this loop sees is sampled too: the check below then holds whatever the sampler's timing.
-      const sampled = () => descendants(child.pid!).map((p) => (seen.set(`${p.pid}/${p.start}`, p), p));
+      const sampled = () => descendants(child.pid!).map(remember);
       while (!sampled().some((p) => ENGINE_RUN.test(p.command))) {
         if (/recorded in the stack's state/.test(out)) throw new Error(`the record ended before it was seen:\n${out}`);
         if (Date.now() > deadline) throw new Error(`no engine run (pulumi) under the watcher; output:\n${out}`);

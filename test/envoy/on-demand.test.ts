@@ -5,6 +5,7 @@
 // with its name as Host, SNI and certificate check; the route is counted by
 // name; ext_authz and the rate limit still apply; a namespace added later
 // changes only rds.yaml, so the other routes keep their pooled connections.
+import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ON_DEMAND_CLUSTER } from "../../routing/names.js";
 import { RATE_LIMITED_ROUTE_HEADER, UPSTREAM_HOST_HEADER } from "../../routing/envoy/filters.js";
@@ -14,7 +15,7 @@ import { GatewayHarness } from "../harness/gateway.js";
 import { sleep, waitFor } from "../harness/processes.js";
 import { e2eHarnessOptions, e2eStackConfigWith } from "../harness/stack.js";
 
-const DEV = { "pr-1": ["batch", "web"], "pr-2": ["batch"], "pr-3": ["docs"] };
+const DEV = { "pr-1": ["batch", "web"], "pr-2": ["batch"], "pr-3": ["docs"], "pr-5": ["stalled"] };
 let h: GatewayHarness;
 
 beforeAll(async () => {
@@ -157,6 +158,37 @@ describe("on-demand dev/PR routes on the real Envoy", () => {
     expect((await h.get(h.devHost, "/pr-2/batch/", { agent })).status).toBe(200);
     agent.destroy();
     expect(pods.reduce((n, p) => n + p.handshakes, 0)).toBe(handshakes);
+  });
+
+  it("retries every request whose connection failed, however many are in flight on the dev/PR routes at once", async () => {
+    // pr-5's stalled pods accept a connection and close it a second later, before the TLS
+    // handshake: each try fails as a connection failure, and its retries overlap.
+    const servers: Server[] = [];
+    const sockets = new Set<Socket>();
+    for (const pod of h.group("pr-5", "stalled").pods) {
+      await pod.stop();
+      const server = createServer((socket) => {
+        sockets.add(socket);
+        setTimeout(() => socket.destroy(), 1000);
+      });
+      await new Promise<void>((resolve) => server.listen(pod.port, pod.address, resolve));
+      servers.push(server);
+    }
+    try {
+      const stat = (name: string) => h.envoy.stat(`cluster.${ON_DEMAND_CLUSTER}.${name}`);
+      const [retries, overflow] = [await stat("upstream_rq_retry"), await stat("upstream_rq_retry_overflow")];
+      const inFlight = 12;
+      const statuses = await Promise.all(
+        Array.from({ length: inFlight }, (_, i) => devGet(`/pr-5/stalled/${i}`).then((r) => r.status)),
+      );
+      expect(statuses).toEqual(Array.from({ length: inFlight }, () => 503));
+      // Every request got the stack's retries: none was refused for a retry limit shared by all routes.
+      expect((await stat("upstream_rq_retry_overflow")) - overflow).toBe(0);
+      expect((await stat("upstream_rq_retry")) - retries).toBe(inFlight * h.config.upstream.retries);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+    }
   });
 
   it("limits each route's rate, and the 429 names the route", async () => {
