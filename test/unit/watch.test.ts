@@ -248,6 +248,27 @@ describe("sync-routes --watch", () => {
     expect(h.statusWrites).toBe(tried + 1);
   });
 
+  it("says a route status write that threw while stopping is not written, and not tried again", async () => {
+    let release!: () => void;
+    h.statusGate = new Promise((r) => (release = r));
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    h.records[0]!.resolve();
+    await tick();
+    watcher.stop();
+    h.statusError = new Error("the API server did not answer");
+    release();
+    await tick();
+    expect(stopped).toBe(true);
+    expect(lines.slice(-2)).toEqual([
+      "route status not written: the API server did not answer",
+      "stopped before writing the route status of the last routes written: the next sync-routes writes it",
+    ]);
+    const tried = h.statusWrites;
+    await tick(600_000);
+    expect(h.statusWrites).toBe(tried);
+  });
+
   it("says the route status of a write that finished while stopping is not written, and starts no status write", async () => {
     let release!: () => void;
     h.writeGate = new Promise((r) => (release = r));
