@@ -43,20 +43,62 @@ function clusterDrift(table: RoutingTable, expected: XdsDocuments, found: unknow
 function routeDrift(table: RoutingTable, expected: XdsDocuments, found: unknown, note: Note): void {
   const foundHosts = byName((resources(found)[0]?.virtual_hosts ?? []) as Json[]);
   const expectedHosts = byName((expected.rds.resources[0]?.virtual_hosts ?? []) as Json[]);
-  // A production service has a virtual host of its own (named after it); dev/PR services are the routes of the dev virtual host, in table order.
+  // A production service has a virtual host of its own (named after it).
   for (const s of table.production) {
     const f = foundHosts.get(s.name);
     if (!f) note(s.id, `virtual host ${s.name} missing`);
     else if (!same(f, expectedHosts.get(s.name))) note(s.id, `virtual host ${s.name} changed`);
   }
-  const expectedDev = (expectedHosts.get(DEV_VIRTUAL_HOST)?.routes ?? []) as Json[];
-  const foundDev = (foundHosts.get(DEV_VIRTUAL_HOST)?.routes ?? []) as Json[];
-  table.dev.forEach((s, i) => {
-    if (!foundDev.some((r) => same(r, expectedDev[i]))) note(s.id, "route missing or changed");
-  });
-  for (const r of foundDev)
-    if (!expectedDev.some((e) => same(e, r))) note("(not written)", `route ${JSON.stringify(r.match)}`);
+  devRouteDrift(table, expectedHosts.get(DEV_VIRTUAL_HOST), foundHosts.get(DEV_VIRTUAL_HOST), note);
   for (const name of foundHosts.keys()) if (!expectedHosts.has(name)) note("(not written)", `virtual host ${name}`);
+}
+
+/**
+ * Dev/PR services are the routes of the dev virtual host, in table order. A
+ * route is looked up by its name (written once per route), so thousands of
+ * routes compare in linear time. What the host gives all of its routes
+ * (domains, per-filter configs such as the upstream host or ext_authz,
+ * retries, headers) changed is a change to each of them.
+ */
+function devRouteDrift(table: RoutingTable, expected: Json | undefined, found: Json | undefined, note: Note): void {
+  const expectedRoutes = routesOf(expected);
+  const foundRoutes = routesOf(found);
+  const hostChanged = expected !== undefined && found !== undefined && !same(hostOnly(found), hostOnly(expected));
+  const foundByName = byRouteName(foundRoutes);
+  table.dev.forEach((s, i) => {
+    const e = expectedRoutes[i];
+    if (!foundByName.get(routeName(e))?.some((f) => same(f, e))) note(s.id, "route missing or changed");
+    if (hostChanged) note(s.id, `virtual host ${DEV_VIRTUAL_HOST} changed`);
+  });
+  const expectedByName = byRouteName(expectedRoutes);
+  for (const r of foundRoutes)
+    if (!expectedByName.get(routeName(r))?.some((e) => same(e, r)))
+      note("(not written)", `route ${JSON.stringify(r.match)}`);
+}
+
+function routesOf(host: Json | undefined): Json[] {
+  const routes = host?.routes;
+  return Array.isArray(routes) ? (routes.filter((r) => r && typeof r === "object") as Json[]) : [];
+}
+
+function hostOnly(host: Json): Json {
+  const { routes: _, ...rest } = host;
+  return rest;
+}
+
+function routeName(route: Json | undefined): string {
+  return String(route?.name);
+}
+
+function byRouteName(routes: readonly Json[]): Map<string, Json[]> {
+  const named = new Map<string, Json[]>();
+  for (const r of routes) {
+    const key = routeName(r);
+    const group = named.get(key);
+    if (group) group.push(r);
+    else named.set(key, [r]);
+  }
+  return named;
 }
 
 function resources(doc: unknown): Json[] {

@@ -16,6 +16,7 @@ import {
 } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { xdsDrift } from "../../routing/envoy/drift.js";
+import { DEV_VIRTUAL_HOST, type Json } from "../../routing/envoy/types.js";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
 import { dataDigest } from "../../routing/units.js";
 import { eachTest } from "./each-test.js";
@@ -378,6 +379,22 @@ describe("drift", () => {
     expect(onDemandRoutes.length).toBeGreaterThan(1);
     for (const s of onDemandRoutes) expect(drift[s.id]).toBe("cluster dev-on-demand changed");
     expect(Object.keys(drift)).toHaveLength(onDemandRoutes.length);
+  });
+
+  it("names every dev route when what their virtual host gives them all is edited, and none when only the order of routes changed", () => {
+    const onDemand = renderRoutes(facts({ config: routingConfig(stackConfig("prod", "on-demand")) }), at);
+    const found = parsed(onDemand.files.xds) as { cds: unknown; rds: { resources: Json[] } };
+    const hosts = found.rds.resources[0]!.virtual_hosts as Json[];
+    const dev = hosts.find((h) => h.name === DEV_VIRTUAL_HOST)!;
+    (dev.routes as Json[]).reverse();
+    expect(xdsDrift(onDemand.table, onDemand.files.documents, found)).toEqual({});
+    // Out of band, the dev routes lose the per-filter config that sets their upstream host.
+    delete dev.typed_per_filter_config;
+    const drift = xdsDrift(onDemand.table, onDemand.files.documents, found);
+    expect(onDemand.table.dev.length).toBeGreaterThan(1);
+    expect(drift).toEqual(
+      Object.fromEntries(onDemand.table.dev.map((s) => [s.id, `virtual host ${DEV_VIRTUAL_HOST} changed`])),
+    );
   });
 
   it("names the routes a removed route and an edited cluster change, and what was never written", () => {
