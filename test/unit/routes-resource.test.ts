@@ -397,6 +397,19 @@ describe("drift", () => {
     );
   });
 
+  it("finds a route written among copies of it under its name, and names only the edited copy", () => {
+    const found = parsed(rendered().files.xds) as { cds: unknown; rds: { resources: Json[] } };
+    const dev = (found.rds.resources[0]!.virtual_hosts as Json[]).find((h) => h.name === DEV_VIRTUAL_HOST)!;
+    const routes = dev.routes as Json[];
+    const first = routes[0]!;
+    // An edited copy before the route and an exact copy after it, both under its name.
+    routes.unshift({ ...first, match: { path_separated_prefix: "/edited" } });
+    routes.push(structuredClone(first));
+    expect(xdsDrift(rendered().table, rendered().files.documents, found)).toEqual({
+      "(not written)": 'route {"path_separated_prefix":"/edited"}',
+    });
+  });
+
   it("names the routes a removed route and an edited cluster change, and what was never written", () => {
     const data = rendered().files.xds;
     const rds = data["rds.yaml"]!.split("\n")
