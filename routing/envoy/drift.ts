@@ -77,8 +77,7 @@ function devRouteDrift(table: RoutingTable, expected: Json | undefined, found: J
 }
 
 function routesOf(host: Json | undefined): Json[] {
-  const routes = host?.routes;
-  return Array.isArray(routes) ? (routes.filter((r) => r && typeof r === "object") as Json[]) : [];
+  return objectsIn(host?.routes);
 }
 
 function hostOnly(host: Json): Json {

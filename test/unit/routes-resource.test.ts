@@ -402,9 +402,10 @@ describe("drift", () => {
     const dev = (found.rds.resources[0]!.virtual_hosts as Json[]).find((h) => h.name === DEV_VIRTUAL_HOST)!;
     const routes = dev.routes as Json[];
     const first = routes[0]!;
-    // An edited copy before the route and an exact copy after it, both under its name.
-    routes.unshift({ ...first, match: { path_separated_prefix: "/edited" } });
-    routes.push(structuredClone(first));
+    // An exact copy before the route and an edited copy last, both under its name:
+    // the route is still found although the last copy under its name differs.
+    routes.unshift(structuredClone(first));
+    routes.push({ ...first, match: { path_separated_prefix: "/edited" } });
     expect(xdsDrift(rendered().table, rendered().files.documents, found)).toEqual({
       "(not written)": 'route {"path_separated_prefix":"/edited"}',
     });
