@@ -101,7 +101,11 @@ function byRouteName(routes: readonly Json[]): Map<string, Json[]> {
 }
 
 function resources(doc: unknown): Json[] {
-  const list = (doc as { resources?: unknown } | null | undefined)?.resources;
+  return objectsIn((doc as { resources?: unknown } | null | undefined)?.resources);
+}
+
+/** The objects of a list as found (anything else, or no list, is left out). */
+function objectsIn(list: unknown): Json[] {
   return Array.isArray(list) ? (list.filter((r) => r && typeof r === "object") as Json[]) : [];
 }
 
