@@ -40,15 +40,15 @@ import {
 } from "../routing/discovery.js";
 import { routeStatusChanges } from "../routing/route-status.js";
 import { writeRouteStatus, type StatusWritten } from "../kube/route-status.js";
-import { routeTarget, type RoutesView } from "../routing/routes-view.js";
+import { routeLine, routeLines, type RouteEntry, type RouteLines, type RoutesView } from "../routing/routes-view.js";
 import { isMoving, shiftFromSpec } from "../routing/shifts.js";
 import type { DevNamespaces } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
 import { whenUnlocked, type LockWait } from "./lock.js";
 import { routesInState, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 
-/** Routes per routes resource (<gateway>-routes). */
-export type SyncedRoutes = Record<string, RoutesView>;
+/** Routes per routes resource (<gateway>-routes), a line each. */
+export type SyncedRoutes = Record<string, RouteLines>;
 
 export interface RouteChanges {
   added: string[];
@@ -75,21 +75,37 @@ export interface SyncConfig {
   kubeconfig?: string;
 }
 
+/**
+ * The routes the state records, a line each. State written before routes
+ * were lines holds an object per route: it is read as the line it would be,
+ * so the first sync after an upgrade reports only real changes.
+ */
 export function syncedRoutes(state: readonly RoutesResourceState[]): SyncedRoutes {
-  return Object.fromEntries(state.map((r) => [r.name, r.outputs.routes ?? {}]));
+  const line = (recorded: string | RouteEntry) => (typeof recorded === "string" ? recorded : routeLine(recorded));
+  return Object.fromEntries(
+    state.map((r) => [
+      r.name,
+      Object.fromEntries(
+        Object.entries((r.outputs.routes ?? {}) as Record<string, string | RouteEntry>).map(([id, recorded]) => [
+          id,
+          line(recorded),
+        ]),
+      ),
+    ]),
+  );
 }
 
 /** True while any route's traffic shift is still moving its weights (the watcher then re-renders on a timer). */
-export function shiftsMoving(routes: SyncedRoutes, now: Date): boolean {
-  return Object.values(routes).some((view) =>
+export function shiftsMoving(views: readonly RoutesView[], now: Date): boolean {
+  return views.some((view) =>
     Object.values(view).some((r) => r.shift !== undefined && isMoving(shiftFromSpec(r.service, r.shift), now)),
   );
 }
 
 /** Lines describing what changed between two states of the routes resources. */
 export function routeChanges(before: SyncedRoutes, after: SyncedRoutes): RouteChanges {
-  const describe = (resource: string, id: string, view: RoutesView) =>
-    `${id} on ${resource.replace(/-routes$/, "")}: ${view[id]!.match} -> ${routeTarget(view[id]!)}`;
+  const describe = (resource: string, id: string, lines: RouteLines) =>
+    `${id} on ${resource.replace(/-routes$/, "")}: ${lines[id]}`;
   const added: string[] = [];
   const removed: string[] = [];
   const changed: string[] = [];
@@ -98,7 +114,7 @@ export function routeChanges(before: SyncedRoutes, after: SyncedRoutes): RouteCh
     const a = after[resource] ?? {};
     for (const id of Object.keys(a).sort()) {
       if (!(id in b)) added.push(describe(resource, id, a));
-      else if (!isDeepStrictEqual(a[id], b[id])) changed.push(describe(resource, id, a));
+      else if (a[id] !== b[id]) changed.push(describe(resource, id, a));
     }
     for (const id of Object.keys(b).sort()) if (!(id in a)) removed.push(describe(resource, id, b));
   }
@@ -112,6 +128,8 @@ export interface PlannedResource {
   facts: RoutesFacts;
   rendered: RenderedRoutes;
   routes: RoutesView;
+  /** The routes as the state records them. */
+  lines: RouteLines;
   digest: string;
 }
 
@@ -130,7 +148,14 @@ export function plan(
     const facts: RoutesFacts = routesInputs(r.outputs, sync.config, devNamespaces, { kubeconfig: sync.kubeconfig });
     // Not validated: only what is written is (writeRoutes), and what matches the state was validated when it was written.
     const rendered = renderRoutes(facts, now, { validate: false });
-    return { state: r, facts, rendered, routes: rendered.routes, digest: dataDigest(rendered.files.xds) };
+    return {
+      state: r,
+      facts,
+      rendered,
+      routes: rendered.routes,
+      lines: routeLines(rendered.routes),
+      digest: dataDigest(rendered.files.xds),
+    };
   });
 }
 
@@ -152,7 +177,7 @@ export function notRecorded(p: PlannedResource): string | undefined {
   const { kubeconfig: _, ...wanted } = p.facts;
   const facts = firstDifference(factsOf(o), wanted);
   if (facts !== undefined) return `its state's ${facts} differs`;
-  if (!isDeepStrictEqual(o.routes, p.routes)) return "its state's routes differ";
+  if (!isDeepStrictEqual(o.routes, p.lines)) return "its state's routes differ";
   if (o.dataDigest !== p.digest) return "its state's files differ";
   if (o.drift !== undefined) return "its ConfigMap was edited out of band";
   return undefined;
@@ -319,7 +344,7 @@ export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Pro
   const found = listed.found;
   for (const p of [...found.problems, ...found.warnings]) options.log(`${p.key} ${p.message}`);
   const planned = await timed("render", () => plan(state, sync, found.devNamespaces, now));
-  const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.routes])));
+  const changes = routeChanges(syncedRoutes(state), Object.fromEntries(planned.map((p) => [p.state.name, p.lines])));
   const reasons = planned.flatMap((p) => {
     const why = notRecorded(p);
     return why ? [`${p.state.name}: ${why}`] : [];

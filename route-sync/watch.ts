@@ -43,6 +43,7 @@ import type { LockWait } from "./lock.js";
 import { serialRunner } from "./serial-runner.js";
 import { RoutesInputError } from "../routes-provider/core.js";
 import type { StatusWritten } from "../kube/route-status.js";
+import type { RoutesView } from "../routing/routes-view.js";
 
 export interface WatchOptions {
   /** Quiet time after a change before writing. */
@@ -75,6 +76,8 @@ export function watchRoutes(
   // What each routes resource's ConfigMap holds (as far as this process knows), and the routes that gives.
   const written: Record<string, string> = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
   let live: SyncedRoutes = syncedRoutes(state);
+  /** The routes the latest step planned (their traffic shifts decide whether the ticker re-renders). */
+  let views: RoutesView[] = [];
   /** Whether a step has run on everything the watch read when it started. */
   let caughtUp = false;
   let stopping = false;
@@ -153,6 +156,7 @@ export function watchRoutes(
     );
     const renderStart = Date.now();
     const planned = plan(state, sync, found.devNamespaces, now);
+    views = planned.map((p) => p.routes);
     const renderMs = Date.now() - renderStart;
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     // After any write: the routes are live when the Services say so.
@@ -175,7 +179,7 @@ export function watchRoutes(
     const writeStart = Date.now();
     const wrote = await writeLive(planned, found.devNamespaces, now, written);
     const writeMs = Date.now() - writeStart;
-    const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.routes]));
+    const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.lines]));
     const changes = routeChanges(live, next);
     for (const p of planned) written[p.state.name] = p.digest;
     live = next;
@@ -276,7 +280,7 @@ export function watchRoutes(
   void objects.synced.then(() => schedule("watch started", 0));
   const ticker = options.resyncMs
     ? setInterval(() => {
-        if (shiftsMoving(live, new Date())) schedule("traffic shift in progress", 0);
+        if (shiftsMoving(views, new Date())) schedule("traffic shift in progress", 0);
       }, options.resyncMs)
     : undefined;
   return {

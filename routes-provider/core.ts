@@ -20,7 +20,7 @@ import {
 import { xdsDrift } from "../routing/envoy/drift.js";
 import { parseEnvoyYaml } from "../routing/envoy/xds.js";
 import { checkXds, renderXds, translateXdsFiles, type XdsFiles } from "../routing/render.js";
-import { routesView, type RoutesView } from "../routing/routes-view.js";
+import { routeLines, routesView, type RouteLines, type RoutesView } from "../routing/routes-view.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
 import { annotatePods, applyConfigMapData, labelSelector, loadKubeConfig, readConfigMap } from "../kube/client.js";
@@ -67,9 +67,9 @@ export interface RoutesGiven extends RoutesFacts {
   syncWrite?: SyncWrite;
 }
 
-/** The inputs after check: what was given, plus the routes the facts give (derived; what previews show). */
+/** The inputs after check: what was given, plus the routes the facts give, a line each (derived; what previews show). */
 export interface RoutesInputs extends RoutesGiven {
-  routes: RoutesView;
+  routes: RouteLines;
 }
 
 /** The routes resource's inputs with `S` for the ConfigMap's name and the kubeconfig (the program's are Pulumi inputs). */
@@ -103,8 +103,13 @@ export function routesInputs<S>(
 
 /** Outputs: the facts, and what was written (not what a sync wrote: that is an input of its record only). */
 export interface RoutesOutputs extends RoutesFacts {
-  /** The routes written (the facts at `renderedAt`). */
-  routes: RoutesView;
+  /**
+   * The routes written (the facts at `renderedAt`), a line each. State
+   * written before routes were lines holds an object per route here: it
+   * differs from any lines, so the next run records lines (writing the
+   * ConfigMap only if its files differ).
+   */
+  routes: RouteLines;
   /** Digest of the ConfigMap data this resource last wrote (or found, after a refresh). */
   dataDigest: string;
   /** The instant the written files were rendered at (it sets shift weights); refresh re-renders the same. */
@@ -217,7 +222,10 @@ export function checkRoutes(
 ): { inputs?: RoutesInputs; problems: InputProblem[] } {
   try {
     const syncWrite = given.syncWrite !== undefined ? { syncWrite: given.syncWrite } : {};
-    return { inputs: { ...factsOf(given), ...syncWrite, routes: renderRoutes(given, now).routes }, problems: [] };
+    return {
+      inputs: { ...factsOf(given), ...syncWrite, routes: routeLines(renderRoutes(given, now).routes) },
+      problems: [],
+    };
   } catch (e) {
     if (e instanceof RoutesInputError) return { problems: [...e.problems] };
     throw e;
@@ -305,7 +313,7 @@ export async function writeRoutes(
       );
     }
   }
-  return { ...factsOf(facts), routes, dataDigest: digest, renderedAt: now.toISOString() };
+  return { ...factsOf(facts), routes: routeLines(routes), dataDigest: digest, renderedAt: now.toISOString() };
 }
 
 /** In an engine run that records a sync: write only over what that sync wrote. */

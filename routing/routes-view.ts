@@ -50,12 +50,53 @@ export function routesView(config: RoutingConfig, table: RoutingTable, gateway: 
   return out;
 }
 
-/** Where a route goes: "batch.default.svc.cluster.local:443 (default_batch)", or each version with its weight. */
+/**
+ * Where a route goes: "batch.default.svc.cluster.local:443 (default_batch)",
+ * or each version with its name and weight:
+ * "web-blue.pr-1.svc.cluster.local:443 (pr-1_web_blue, version blue, 90%) + ...".
+ */
 export function routeTarget(r: RouteEntry): string {
   const several = Object.keys(r.clusters).length > 1;
   return Object.entries(r.clusters)
-    .map(([cluster, c]) => `${c.upstream} (${cluster}${several ? `, ${c.weight}%` : ""})`)
+    .map(([cluster, c]) => {
+      const about = [cluster, ...(c.version ? [`version ${c.version}`] : []), ...(several ? [`${c.weight}%`] : [])];
+      return `${c.upstream} (${about.join(", ")})`;
+    })
     .join(" + ");
+}
+
+/**
+ * Route id -> the whole route on one line: what the routes resource's state
+ * records and previews diff. Everything of a route is on its line, so a line
+ * changes exactly when its route does; one string per route, rather than a
+ * nested object, keeps thousands of them cheap to send between the engine and
+ * the provider (each value costs on every crossing).
+ */
+export type RouteLines = Record<string, string>;
+
+/**
+ * "https://dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443
+ * (dev-on-demand)", then what else the route has: its aliases, websocket, its
+ * rate limit and the traffic shift its weights come from.
+ */
+export function routeLine(r: RouteEntry): string {
+  const shift = r.shift;
+  return [
+    `${r.match} -> ${routeTarget(r)}`,
+    ...(r.aliases?.length ? [`aliases ${r.aliases.join(" ")}`] : []),
+    ...(r.websocket ? ["websocket"] : []),
+    ...(r.rateLimit !== undefined ? [`rate limit ${r.rateLimit}/s`] : []),
+    ...(shift
+      ? [
+          `${shift.policy} shift ${shift.from} -> ${shift.to} from ${shift.start} over ${shift.duration}` +
+            (shift.reversed ? `, reversed at ${shift.reversed}` : ""),
+        ]
+      : []),
+  ].join("; ");
+}
+
+export function routeLines(view: RoutesView): RouteLines {
+  return Object.fromEntries(Object.entries(view).map(([id, r]) => [id, routeLine(r)]));
 }
 
 /** One line per route and alias, for the stack outputs: "https://batch.example.org/ -> batch.default.svc.cluster.local:443 (default_batch)". */

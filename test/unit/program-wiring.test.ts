@@ -105,7 +105,7 @@ describe("the program's wiring", () => {
     ).toEqual(["api", "gateway", "internal-gateway"]);
     expect(named(resources, "apps/v1:Deployment", "api").inputs.spec.replicas).toBe(2);
     expect(result.routes.gateway).toContain(
-      "https://web.example.org/ -> web-blue.default.svc.cluster.local:443 (default_web_blue, 60%) + web-green.default.svc.cluster.local:443 (default_web_green, 40%)",
+      "https://web.example.org/ -> web-blue.default.svc.cluster.local:443 (default_web_blue, version blue, 60%) + web-green.default.svc.cluster.local:443 (default_web_green, version green, 40%)",
     );
   });
 

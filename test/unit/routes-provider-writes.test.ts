@@ -2,6 +2,7 @@
 // annotations, the gateway pods it tells, what refresh finds, and what delete
 // leaves, against an in-memory stand-in for the Kubernetes API (the real API
 // server is test/e2e/routes.test.ts's).
+import { routeLines } from "../../routing/routes-view.js";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { routesProvider } from "../../components/routes.js";
@@ -128,7 +129,7 @@ describe("create and update", () => {
     expect(cluster.kubeconfigs).toEqual(["apiVersion: v1"]);
     expect(outputs).toEqual({
       ...facts({ kubeconfig: "apiVersion: v1" }),
-      routes: expected.routes,
+      routes: routeLines(expected.routes),
       dataDigest: digest,
       renderedAt: "2026-11-30T10:30:00.000Z",
     });
@@ -228,7 +229,7 @@ describe("create and update", () => {
     const syncWrite = { renderedAt: "2026-11-30T10:45:00.000Z", digest: dataDigest(created().data) };
     const outputs = await writeRoutes({ ...facts(), syncWrite });
     expect(outputs.renderedAt).toBe("2026-11-30T10:45:00.000Z");
-    expect(outputs.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(45);
+    expect(outputs.routes["pr-14/web"]).toContain("(pr-14_web_green, version green, 45%)");
     expect(cluster.applied).toHaveLength(1);
     expect(cluster.applied[0]!.data).toEqual(renderRoutes(facts(), new Date(syncWrite.renderedAt)).files.xds);
     // What a sync wrote is not an output: the state's outputs stay the facts and what was written.
@@ -342,7 +343,7 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
   it("checks the facts into inputs with their routes, or says what is wrong on which input", async () => {
     const checked = await routesProvider.check!({}, plain());
     expect(checked).toEqual({ inputs: core.checkRoutes(plain()).inputs, failures: [] });
-    expect(checked.inputs.routes["pr-12/batch"].match).toBe("https://internal.dev.example.org/pr-12/batch");
+    expect(checked.inputs.routes["pr-12/batch"]).toMatch(/^https:\/\/internal\.dev\.example\.org\/pr-12\/batch -> /);
     const bad = plain({ devNamespaces: { "pr-12": ["Batch"] } });
     expect(await routesProvider.check!({}, bad)).toEqual({
       inputs: bad,
@@ -367,6 +368,21 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
     ).toEqual({ changes: true, replaces: ["configMap"], deleteBeforeReplace: false });
   });
 
+  it("records a state from before routes were lines (an object per route) as lines, without writing the ConfigMap again", async () => {
+    const inputs = core.checkRoutes(plain()).inputs!;
+    const written = await routesProvider.create!(inputs);
+    const old = { ...written.outs, routes: renderRoutes(plain(), new Date(written.outs.renderedAt)).routes };
+    expect(await routesProvider.diff!(written.id, old, inputs)).toEqual({
+      changes: true,
+      replaces: [],
+      deleteBeforeReplace: false,
+    });
+    const updated = await routesProvider.update!(written.id, old, inputs);
+    expect(updated.outs!.routes).toEqual(inputs.routes);
+    expect(Object.values(updated.outs!.routes).every((line) => typeof line === "string")).toBe(true);
+    expect(cluster.applied).toHaveLength(1);
+  });
+
   it("creates and updates by writing the ConfigMap, the resource's id being the ConfigMap's", async () => {
     const created = await routesProvider.create!(core.checkRoutes(plain()).inputs!);
     expect(created.id).toBe("default/gateway-xds");
@@ -389,12 +405,12 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
     const checked = await routesProvider.check!({}, { ...shifting(), syncWrite });
     expect(checked.failures).toEqual([]);
     expect(checked.inputs.syncWrite).toEqual(syncWrite);
-    expect(checked.inputs.routes["pr-14/web"].clusters["pr-14_web_green"].weight).toBe(45);
+    expect(checked.inputs.routes["pr-14/web"]).toContain("(pr-14_web_green, version green, 45%)");
     const before = await routesProvider.create!(core.checkRoutes(shifting({ devNamespaces: {} }), at).inputs!);
     expect(await routesProvider.diff!(before.id, before.outs, checked.inputs)).toMatchObject({ changes: true });
     const updated = await routesProvider.update!(before.id, before.outs, checked.inputs);
     expect(updated.outs!.renderedAt).toBe("2026-11-30T10:45:00.000Z");
-    expect(updated.outs!.routes["pr-14/web"].clusters["pr-14_web_green"].weight).toBe(45);
+    expect(updated.outs!.routes["pr-14/web"]).toContain("(pr-14_web_green, version green, 45%)");
     expect(cluster.configMaps.get("default/gateway-xds")!.data).toEqual(
       renderRoutes(shifting(), new Date(syncWrite.renderedAt)).files.xds,
     );

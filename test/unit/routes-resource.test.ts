@@ -18,6 +18,7 @@ import { routingConfig } from "../../routing/config/schema.js";
 import { xdsDrift } from "../../routing/envoy/drift.js";
 import { DEV_VIRTUAL_HOST, type Json } from "../../routing/envoy/types.js";
 import { parseEnvoyYaml } from "../../routing/envoy/xds.js";
+import { routeLines } from "../../routing/routes-view.js";
 import { dataDigest } from "../../routing/units.js";
 import { eachTest } from "./each-test.js";
 import { minutesIntoShift, shiftedService, stackConfig } from "./fixtures.js";
@@ -41,7 +42,7 @@ function facts(change: Partial<RoutesFacts> = {}): RoutesFacts {
 /** State as create() leaves it: the facts rendered at `when`. */
 function written(f: RoutesFacts, when = at): RoutesOutputs {
   const r = renderRoutes(f, when);
-  return { ...f, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: when.toISOString() };
+  return { ...f, routes: routeLines(r.routes), dataDigest: dataDigest(r.files.xds), renderedAt: when.toISOString() };
 }
 
 describe("the routing config the routes resources are given", () => {
@@ -176,11 +177,11 @@ describe("what a recorded sync wrote (syncWrite)", () => {
   it("check renders at the sync's instant and keeps it in the inputs; without it, renders now and adds none", () => {
     const { inputs } = checkRoutes({ ...facts(), syncWrite });
     expect(inputs!.syncWrite).toEqual(syncWrite);
-    expect(inputs!.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(45);
+    expect(inputs!.routes["pr-14/web"]).toContain("(pr-14_web_green, version green, 45%)");
     // Now is after the shift's end: all of it on green.
     const plain = checkRoutes(facts()).inputs!;
     expect(plain).not.toHaveProperty("syncWrite");
-    expect(plain.routes["pr-14/web"]!.clusters["pr-14_web_green"]!.weight).toBe(100);
+    expect(plain.routes["pr-14/web"]).toContain("(pr-14_web_green, version green, 100%)");
   });
 
   it("diff renders at the sync's instant, and what a sync wrote is no change by itself", () => {
@@ -194,30 +195,23 @@ describe("what a recorded sync wrote (syncWrite)", () => {
 });
 
 describe("check", () => {
-  it("adds the routes the facts give, keyed by <namespace>/<service> with their match and clusters", () => {
+  it("adds the routes the facts give, keyed by <namespace>/<service>, a line each with its match and clusters", () => {
     const { inputs, problems } = checkRoutes(facts(), at);
     expect(problems).toEqual([]);
     expect(inputs!.devNamespaces).toEqual(dev);
-    expect(inputs!.routes["pr-12/batch"]).toEqual({
-      match: "https://internal.hail.is/pr-12/batch",
-      namespace: "pr-12",
-      service: "batch",
-      clusters: { "pr-12_batch": { upstream: "batch.pr-12.svc.cluster.local:443", weight: 100, version: "" } },
-      rateLimit: 200,
-      websocket: false,
-    });
-    expect(inputs!.routes["pr-14/web"]!.clusters).toEqual({
-      "pr-14_web_blue": { upstream: "web-blue.pr-14.svc.cluster.local:443", weight: 70, version: "blue" },
-      "pr-14_web_green": { upstream: "web-green.pr-14.svc.cluster.local:443", weight: 30, version: "green" },
-    });
-    expect(inputs!.routes["pr-14/web"]!.shift).toMatchObject({ from: "blue", to: "green", policy: "linear" });
-    expect(inputs!.routes["default/www"]).toMatchObject({ match: "https://www.hail.is/", aliases: ["hail.is"] });
+    expect(inputs!.routes["pr-12/batch"]).toBe(
+      "https://internal.hail.is/pr-12/batch -> batch.pr-12.svc.cluster.local:443 (pr-12_batch); rate limit 200/s",
+    );
+    expect(inputs!.routes["pr-14/web"]).toMatch(
+      /^https:\/\/internal\.hail\.is\/pr-14\/web -> web-blue\.pr-14\.svc\.cluster\.local:443 \(pr-14_web_blue, version blue, 70%\) \+ web-green\.pr-14\.svc\.cluster\.local:443 \(pr-14_web_green, version green, 30%\); rate limit 200\/s; linear shift blue -> green from /,
+    );
+    expect(inputs!.routes["default/www"]).toMatch(/^https:\/\/www\.hail\.is\/ -> .*; aliases hail\.is(;|$)/);
   });
 
   it("gives aliases only to a gateway that serves them", () => {
     const { inputs } = checkRoutes(facts({ gateway: "internal-gateway", configMap: "internal-gateway-xds" }), at);
-    expect(inputs!.routes["default/www"]).toMatchObject({ match: "https://www.hail/" });
-    expect(inputs!.routes["default/www"]!.aliases).toBeUndefined();
+    expect(inputs!.routes["default/www"]).toMatch(/^https:\/\/www\.hail\/ -> /);
+    expect(inputs!.routes["default/www"]).not.toContain("aliases");
   });
 
   it("refuses a dev service the routing table refuses, on devNamespaces, naming it", () => {

@@ -5,7 +5,14 @@ import { parseStackConfig } from "../../routing/config/load.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { gatewayPodLabels, routingLabels } from "../../routing/labels.js";
 import { clusterName, isDnsLabel, routeId, serviceHost, versionServiceName } from "../../routing/names.js";
-import { describeRoutes, routesView, routeTarget } from "../../routing/routes-view.js";
+import {
+  describeRoutes,
+  routeLine,
+  routeLines,
+  routesView,
+  routeTarget,
+  type RouteEntry,
+} from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { minimalRaw, minutesIntoShift, shiftedService, withValue } from "./fixtures.js";
 
@@ -72,9 +79,50 @@ describe("the routes view", () => {
       "https://batch.example.org/ -> batch.apps.svc.corp.local:443 (apps_batch)",
       "https://notebook.example.org/ -> notebook.apps.svc.corp.local:443 (apps_notebook)",
       "https://internal.example.org/pr-1/ci -> ci.pr-1.svc.corp.local:443 (pr-1_ci)",
-      "https://internal.example.org/pr-1/web -> web-blue.pr-1.svc.corp.local:443 (pr-1_web_blue, 75%) + web-green.pr-1.svc.corp.local:443 (pr-1_web_green, 25%)",
+      "https://internal.example.org/pr-1/web -> web-blue.pr-1.svc.corp.local:443 (pr-1_web_blue, version blue, 75%) + web-green.pr-1.svc.corp.local:443 (pr-1_web_green, version green, 25%)",
     ]);
     expect(routeTarget(view["pr-1/ci"]!)).toBe("ci.pr-1.svc.corp.local:443 (pr-1_ci)");
+  });
+  it("records each route as one line with everything it has: target, aliases, websocket, rate limit and shift", () => {
+    const view = routesView(config, table, "gateway");
+    expect(routeLines(view)).toEqual({
+      "apps/www":
+        "https://www.example.org/ -> www.apps.svc.corp.local:443 (apps_www); aliases example.org; rate limit 300/s",
+      "apps/batch": "https://batch.example.org/ -> batch.apps.svc.corp.local:443 (apps_batch); rate limit 100/s",
+      "apps/notebook": "https://notebook.example.org/ -> notebook.apps.svc.corp.local:443 (apps_notebook); websocket",
+      "pr-1/ci": "https://internal.example.org/pr-1/ci -> ci.pr-1.svc.corp.local:443 (pr-1_ci); rate limit 200/s",
+      "pr-1/web":
+        "https://internal.example.org/pr-1/web -> web-blue.pr-1.svc.corp.local:443 (pr-1_web_blue, version blue, 75%) + web-green.pr-1.svc.corp.local:443 (pr-1_web_green, version green, 25%); rate limit 200/s; linear shift blue -> green from 2026-11-30T10:00:00.000Z over 100m",
+    });
+  });
+
+  it("gives a route a different line when anything of it changes (the record misses no change)", () => {
+    const web = routesView(config, table, "gateway")["pr-1/web"]!;
+    const edits: ((r: RouteEntry) => void)[] = [
+      (r) => (r.match = "https://internal.example.org/pr-2/web"),
+      (r) => (r.clusters["pr-1_web_blue"]!.upstream = "web-red.pr-1.svc.corp.local:443"),
+      (r) => (r.clusters["pr-1_web_blue"]!.weight = 80),
+      (r) => (r.clusters["pr-1_web_blue"]!.version = "red"),
+      (r) => delete r.clusters["pr-1_web_green"],
+      (r) => (r.rateLimit = 201),
+      (r) => delete r.rateLimit,
+      (r) => (r.websocket = true),
+      (r) => (r.aliases = ["web.example.org"]),
+      (r) => (r.shift!.policy = "atomic"),
+      (r) => (r.shift!.from = "green"),
+      (r) => (r.shift!.to = "blue"),
+      (r) => (r.shift!.start = "2026-11-30T11:00:00.000Z"),
+      (r) => (r.shift!.duration = "10m"),
+      (r) => (r.shift!.reversed = "2026-11-30T10:30:00.000Z"),
+      (r) => delete r.shift,
+    ];
+    const lines = edits.map((edit) => {
+      const r = structuredClone(web);
+      edit(r);
+      return routeLine(r);
+    });
+    expect(new Set([routeLine(web), ...lines]).size).toBe(edits.length + 1);
+    expect(lines[14]).toMatch(/over 100m, reversed at 2026-11-30T10:30:00.000Z$/);
   });
 });
 

@@ -17,7 +17,7 @@ import { renderRoutes, routesInputs } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, SHIFT_START, shiftedService } from "./fixtures.js";
-import { routesView } from "../../routing/routes-view.js";
+import { routeLines, routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
@@ -40,7 +40,7 @@ vi.mock("../../route-sync/stack.js", async (importOriginal) => ({
 
 const config = eachTest(() => stackConfig("dev"));
 const state = (dev: Record<string, string[]>) => ({
-  "gateway-routes": routesView(config(), buildRoutingTable(config(), dev), "gateway"),
+  "gateway-routes": routeLines(routesView(config(), buildRoutingTable(config(), dev), "gateway")),
 });
 
 describe("sync-routes report", () => {
@@ -48,11 +48,11 @@ describe("sync-routes report", () => {
     const changes = routeChanges(state({ "pr-1": ["batch"] }), state({ "pr-2": ["batch", "ci"] }));
     expect(changes).toEqual({
       added: [
-        "pr-2/batch on gateway: https://internal.dev.example.org/pr-2/batch -> batch.pr-2.svc.cluster.local:443 (pr-2_batch)",
-        "pr-2/ci on gateway: https://internal.dev.example.org/pr-2/ci -> ci.pr-2.svc.cluster.local:443 (pr-2_ci)",
+        "pr-2/batch on gateway: https://internal.dev.example.org/pr-2/batch -> batch.pr-2.svc.cluster.local:443 (pr-2_batch); rate limit 200/s",
+        "pr-2/ci on gateway: https://internal.dev.example.org/pr-2/ci -> ci.pr-2.svc.cluster.local:443 (pr-2_ci); rate limit 200/s",
       ],
       removed: [
-        "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+        "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch); rate limit 200/s",
       ],
       changed: [],
     });
@@ -97,7 +97,12 @@ describe("sync-routes: what needs an engine run", () => {
       {
         urn: "urn:pulumi:dev::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes",
         name: "gateway-routes",
-        outputs: { ...facts, routes: r.routes, dataDigest: dataDigest(r.files.xds), renderedAt: at.toISOString() },
+        outputs: {
+          ...facts,
+          routes: routeLines(r.routes),
+          dataDigest: dataDigest(r.files.xds),
+          renderedAt: at.toISOString(),
+        },
       },
     ];
   }
@@ -238,36 +243,39 @@ describe("sync-routes: what it reports and plans", () => {
       "internal-gateway-routes": routesView(config(), table, "internal-gateway"),
     };
   };
+  /** What a state recording those routes holds, a line each. */
+  const lines = (dev: Record<string, unknown>, at: Date) =>
+    Object.fromEntries(Object.entries(views(dev, at)).map(([resource, view]) => [resource, routeLines(view)]));
 
   it("lists routes whose weights moved as changed, on each gateway, in id order, with where they go now", () => {
     const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
     const changes = routeChanges(
-      views(dev, minutesIntoShift(10)),
-      views({ ...dev, "pr-0": ["ci"] }, minutesIntoShift(20)),
+      lines(dev, minutesIntoShift(10)),
+      lines({ ...dev, "pr-0": ["ci"] }, minutesIntoShift(20)),
     );
     expect(changes).toEqual({
       added: [
-        "pr-0/ci on gateway: https://internal.dev.example.org/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
-        "pr-0/ci on internal-gateway: https://internal.dev.hail/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci)",
+        "pr-0/ci on gateway: https://internal.dev.example.org/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci); rate limit 200/s",
+        "pr-0/ci on internal-gateway: https://internal.dev.hail/pr-0/ci -> ci.pr-0.svc.cluster.local:443 (pr-0_ci); rate limit 200/s",
       ],
       removed: [],
       changed: [
-        "pr-2/web on gateway: https://internal.dev.example.org/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, 20%)",
-        "pr-2/web on internal-gateway: https://internal.dev.hail/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, 20%)",
+        "pr-2/web on gateway: https://internal.dev.example.org/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, version blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, version green, 20%); rate limit 200/s; linear shift blue -> green from 2026-11-30T10:00:00.000Z over 100m",
+        "pr-2/web on internal-gateway: https://internal.dev.hail/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, version blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, version green, 20%); rate limit 200/s; linear shift blue -> green from 2026-11-30T10:00:00.000Z over 100m",
       ],
     });
     // A resource the state did not have yet: all its routes are added; one gone: all removed.
     expect(
-      routeChanges({}, { "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }).added.filter(
+      routeChanges({}, { "gateway-routes": lines({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"]! }).added.filter(
         (l) => l.startsWith("pr-1/"),
       ),
     ).toEqual([
-      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch); rate limit 200/s",
     ]);
     expect(
-      routeChanges({ "gateway-routes": views({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"] }, {}).removed,
+      routeChanges({ "gateway-routes": lines({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"]! }, {}).removed,
     ).toContain(
-      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch)",
+      "pr-1/batch on gateway: https://internal.dev.example.org/pr-1/batch -> batch.pr-1.svc.cluster.local:443 (pr-1_batch); rate limit 200/s",
     );
   });
 
@@ -299,24 +307,41 @@ describe("sync-routes: what it reports and plans", () => {
   });
 
   it("reads the routes each resource's state holds, none when it holds none", () => {
-    const outputs = { routes: { "pr-1/batch": { match: "m" } } };
+    const outputs = { routes: { "pr-1/batch": "https://d/pr-1/batch -> b (c)" } };
     expect(
       syncedRoutes([
         { urn: "u1", name: "gateway-routes", outputs } as never,
         { urn: "u2", name: "internal-gateway-routes", outputs: {} } as never,
       ]),
     ).toEqual({
-      "gateway-routes": { "pr-1/batch": { match: "m" } },
+      "gateway-routes": { "pr-1/batch": "https://d/pr-1/batch -> b (c)" },
       "internal-gateway-routes": {},
+    });
+  });
+
+  it("reads a state recorded before routes were lines (an object per route) as the lines those routes are", () => {
+    const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
+    const old = views(dev, minutesIntoShift(10))["gateway-routes"];
+    const state = [{ urn: "u1", name: "gateway-routes", outputs: { routes: old } } as never];
+    expect(syncedRoutes(state)).toEqual({ "gateway-routes": lines(dev, minutesIntoShift(10))["gateway-routes"] });
+    // So the first sync after an upgrade reports only what really changed.
+    expect(
+      routeChanges(syncedRoutes(state), { "gateway-routes": lines(dev, minutesIntoShift(10))["gateway-routes"]! }),
+    ).toEqual({
+      added: [],
+      removed: [],
+      changed: [],
     });
   });
 
   it("knows while a shift still moves weights (the watcher re-syncs then), and after it does not", () => {
     const dev = { "pr-2": [shiftedService("web")], "pr-1": ["batch"] };
-    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(10))).toBe(true);
-    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(100))).toBe(false);
-    expect(shiftsMoving(views(dev, minutesIntoShift(10)), minutesIntoShift(-1))).toBe(false);
-    expect(shiftsMoving(views({ "pr-1": ["batch"] }, minutesIntoShift(10)), minutesIntoShift(10))).toBe(false);
+    expect(shiftsMoving(Object.values(views(dev, minutesIntoShift(10))), minutesIntoShift(10))).toBe(true);
+    expect(shiftsMoving(Object.values(views(dev, minutesIntoShift(10))), minutesIntoShift(100))).toBe(false);
+    expect(shiftsMoving(Object.values(views(dev, minutesIntoShift(10))), minutesIntoShift(-1))).toBe(false);
+    expect(shiftsMoving(Object.values(views({ "pr-1": ["batch"] }, minutesIntoShift(10))), minutesIntoShift(10))).toBe(
+      false,
+    );
   });
 
   it("plans each resource from its wiring in state and the current stack config, rendered at the instant, not validated yet", () => {
