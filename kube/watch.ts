@@ -3,6 +3,7 @@
 // server has compacted past it). Their caches answer discovery without
 // another request.
 import * as k8s from "@kubernetes/client-node";
+import { createHash } from "node:crypto";
 import type { NamespaceObject, ServiceObject } from "../routing/discovery.js";
 import { describeKubeError, withTimeout } from "./client.js";
 
@@ -23,13 +24,34 @@ export interface WatchCallbacks {
   onError(message: string, retryMs: number): void;
 }
 
-/** Watches the namespaces matching `namespaceSelector` and the Services matching `serviceSelector`, cluster-wide. */
+/**
+ * What of an object a change is about, as a digest: all of it but the API
+ * server's bookkeeping (resourceVersion, managedFields, generation) and the
+ * annotations in `ignored` (what the caller writes on the objects itself).
+ * An update that leaves it the same is no change to the routes: without
+ * this, writing the route status on 5,000 Services came back as 5,000
+ * changes, each a step.
+ */
+export function changeDigest(o: k8s.KubernetesObject, ignored: ReadonlySet<string>): string {
+  const { resourceVersion: _v, managedFields: _m, generation: _g, annotations, ...meta } = o.metadata ?? {};
+  const kept = Object.entries(annotations ?? {}).filter(([k]) => !ignored.has(k));
+  const facts = { ...o, metadata: { ...meta, annotations: Object.fromEntries(kept) } };
+  return createHash("sha256").update(JSON.stringify(facts)).digest("base64");
+}
+
+/**
+ * Watches the namespaces matching `namespaceSelector` and the Services
+ * matching `serviceSelector`, cluster-wide. An update that changes only the
+ * `ignoredAnnotations` (or the server's bookkeeping) is not reported.
+ */
 export function watchRoutedObjects(
   kc: k8s.KubeConfig,
   namespaceSelector: string,
   serviceSelector: string,
   callbacks: WatchCallbacks,
+  ignoredAnnotations: readonly string[] = [],
 ): RoutedObjectsWatch {
+  const ignored = new Set(ignoredAnnotations);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const watch = new k8s.Watch(kc);
   const namespaces = new k8s.ListWatch<k8s.V1Namespace>(
@@ -56,10 +78,23 @@ export function watchRoutedObjects(
   const follow = <T extends k8s.KubernetesObject>(informer: k8s.ListWatch<T>, kind: string, selector: string): void => {
     let delay = 1000;
     const name = (o: T) => `${kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+    /** Object name -> the digest of what it was when last reported. */
+    const seen = new Map<string, string>();
     const start = () => void informer.start().then(checkSynced);
-    informer.on(k8s.ADD, (o) => callbacks.onChange(`${name(o)} added`));
-    informer.on(k8s.UPDATE, (o) => callbacks.onChange(`${name(o)} changed`));
-    informer.on(k8s.DELETE, (o) => callbacks.onChange(`${name(o)} deleted`));
+    informer.on(k8s.ADD, (o) => {
+      seen.set(name(o), changeDigest(o, ignored));
+      callbacks.onChange(`${name(o)} added`);
+    });
+    informer.on(k8s.UPDATE, (o) => {
+      const digest = changeDigest(o, ignored);
+      if (seen.get(name(o)) === digest) return;
+      seen.set(name(o), digest);
+      callbacks.onChange(`${name(o)} changed`);
+    });
+    informer.on(k8s.DELETE, (o) => {
+      seen.delete(name(o));
+      callbacks.onChange(`${name(o)} deleted`);
+    });
     informer.on(k8s.CONNECT, () => (delay = 1000));
     informer.on(k8s.ERROR, (e) => {
       if (stopped) return;

@@ -22,6 +22,7 @@ import { watchRoutedObjects, type RoutedObjectsWatch } from "../kube/watch.js";
 import { InputError, formatProblem } from "../routing/config/errors.js";
 import { routedDevNamespaces } from "../routing/capacity.js";
 import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
+import { ROUTE_STATUS_ANNOTATION } from "../routing/labels.js";
 import type { SyncRecord } from "../program/main.js";
 import { engineErrorLines, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 import {
@@ -275,6 +276,8 @@ export function watchRoutes(
       onChange: (what) => schedule(what),
       onError: (message, retryMs) => options.log(`${message}; watching again in ${Math.round(retryMs / 1000)}s`),
     },
+    // The route status this watcher writes on the Services is not a change to their routes.
+    [ROUTE_STATUS_ANNOTATION],
   );
   // Once both lists are read: what changed while nothing watched.
   void objects.synced.then(() => schedule("watch started", 0));

@@ -1,0 +1,71 @@
+// What the watch of routed namespaces and Services reports as a change: an
+// update that leaves what discovery reads the same (the API server's
+// bookkeeping, the route status sync-routes writes itself) is none.
+import type * as k8s from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { changeDigest } from "../../kube/watch.js";
+import { ROUTE_STATUS_ANNOTATION } from "../../routing/labels.js";
+
+const OWN = new Set([ROUTE_STATUS_ANNOTATION]);
+
+function service(): k8s.V1Service {
+  return {
+    metadata: {
+      name: "batch",
+      namespace: "pr-1",
+      uid: "u-1",
+      resourceVersion: "100",
+      generation: 1,
+      labels: { "envoy-gateways.io/service": "batch" },
+      annotations: { "envoy-gateways.io/shift-from": "blue" },
+      managedFields: [{ manager: "kubectl", operation: "Apply" }],
+    },
+    spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] },
+  };
+}
+
+function edited(edit: (s: k8s.V1Service) => void): k8s.V1Service {
+  const s = structuredClone(service());
+  edit(s);
+  return s;
+}
+
+describe("what the watch reports as a change", () => {
+  const before = changeDigest(service(), OWN);
+
+  it("is not the API server's bookkeeping, nor the route status the watcher writes itself", () => {
+    for (const s of [
+      edited((s) => (s.metadata!.resourceVersion = "101")),
+      edited((s) => (s.metadata!.generation = 2)),
+      edited((s) => s.metadata!.managedFields!.push({ manager: "envoy-gateways-status", operation: "Update" })),
+      edited((s) => (s.metadata!.annotations![ROUTE_STATUS_ANNOTATION] = "https://internal.example.org/pr-1/batch")),
+    ])
+      expect(changeDigest(s, OWN)).toBe(before);
+    const annotated = edited((s) => (s.metadata!.annotations![ROUTE_STATUS_ANNOTATION] = "a"));
+    expect(
+      changeDigest(
+        edited((s) => delete s.metadata!.annotations),
+        OWN,
+      ),
+    ).toBe(
+      changeDigest(
+        edited((s) => (s.metadata!.annotations = {})),
+        OWN,
+      ),
+    );
+    // The same annotation is a change for a caller that does not write it.
+    expect(changeDigest(annotated, new Set())).not.toBe(changeDigest(service(), new Set()));
+  });
+
+  it("is anything discovery reads: labels, other annotations (traffic shifts), ports, headlessness, deletion", () => {
+    const changes = [
+      edited((s) => (s.metadata!.labels!["envoy-gateways.io/service"] = "web")),
+      edited((s) => (s.metadata!.annotations!["envoy-gateways.io/shift-from"] = "green")),
+      edited((s) => delete s.metadata!.annotations!["envoy-gateways.io/shift-from"]),
+      edited((s) => (s.spec!.ports![0]!.port = 444)),
+      edited((s) => (s.spec!.clusterIP = "10.0.0.7")),
+      edited((s) => (s.metadata!.deletionTimestamp = new Date("2026-12-04T17:00:00Z"))),
+    ].map((s) => changeDigest(s, OWN));
+    expect(new Set([before, ...changes]).size).toBe(changes.length + 1);
+  });
+});
