@@ -57,6 +57,56 @@ describe("what the watch reports as a change", () => {
     expect(changeDigest(annotated, new Set())).not.toBe(changeDigest(service(), new Set()));
   });
 
+  it("is the same for an object read by a list (typed models) and by a watch (plain JSON), whatever its key order", () => {
+    const raw = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        creationTimestamp: "2026-12-04T17:21:08Z",
+        name: "batch",
+        namespace: "pr-1",
+        resourceVersion: "100",
+        labels: { "envoy-gateways.io/service": "batch", "envoy-gateways.io/routes": "dev" },
+      },
+      spec: { ports: [{ port: 443, name: "https", protocol: "TCP", targetPort: 443 }], clusterIP: "None" },
+      status: { loadBalancer: {} },
+    };
+    // As client-node's list gives it: typed models, with Dates and every unset field present as undefined.
+    const listed: k8s.V1Service = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        annotations: undefined,
+        creationTimestamp: new Date("2026-12-04T17:21:08Z"),
+        deletionTimestamp: undefined,
+        labels: { "envoy-gateways.io/service": "batch", "envoy-gateways.io/routes": "dev" },
+        name: "batch",
+        namespace: "pr-1",
+        resourceVersion: "100",
+      },
+      spec: {
+        clusterIP: "None",
+        externalName: undefined,
+        ports: [{ appProtocol: undefined, name: "https", port: 443, protocol: "TCP", targetPort: 443 }],
+      },
+      status: { conditions: undefined, loadBalancer: {} },
+    };
+    const reordered = {
+      ...raw,
+      spec: { clusterIP: "None", ports: [{ name: "https", targetPort: 443, protocol: "TCP", port: 443 }] },
+      metadata: {
+        ...raw.metadata,
+        resourceVersion: "101",
+        labels: { "envoy-gateways.io/routes": "dev", "envoy-gateways.io/service": "batch" },
+        annotations: { [ROUTE_STATUS_ANNOTATION]: "https://internal.example.org/pr-1/batch" },
+      },
+    };
+    expect(changeDigest(reordered as never, OWN)).toBe(changeDigest(listed, OWN));
+    expect(changeDigest({ ...reordered, metadata: { ...reordered.metadata, name: "web" } } as never, OWN)).not.toBe(
+      changeDigest(listed, OWN),
+    );
+  });
+
   it("is anything discovery reads: labels, other annotations (traffic shifts), ports, headlessness, deletion", () => {
     const changes = [
       edited((s) => (s.metadata!.labels!["envoy-gateways.io/service"] = "web")),
@@ -65,6 +115,8 @@ describe("what the watch reports as a change", () => {
       edited((s) => (s.spec!.ports![0]!.port = 444)),
       edited((s) => (s.spec!.clusterIP = "10.0.0.7")),
       edited((s) => (s.metadata!.deletionTimestamp = new Date("2026-12-04T17:00:00Z"))),
+      edited((s) => (s.metadata!.name = "web")),
+      edited((s) => (s.metadata!.namespace = "pr-2")),
     ].map((s) => changeDigest(s, OWN));
     expect(new Set([before, ...changes]).size).toBe(changes.length + 1);
   });
