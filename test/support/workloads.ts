@@ -32,6 +32,11 @@ export interface RoutedServiceSpec {
   replicas?: number;
   /** Image (default the stand-in echo pod). */
   image?: string;
+  /**
+   * false: the Service has no selector (a route only, for benchmarks: no
+   * EndpointSlice for kube-controller-manager to keep). Default true.
+   */
+  selectsPods?: boolean;
 }
 
 /** The port of `standin client`'s tally (GET /stats, plain HTTP). */
@@ -106,7 +111,7 @@ export class Workloads {
         },
         spec: {
           clusterIP: "None",
-          selector: { [LABEL.app]: spec.name },
+          ...(spec.selectsPods === false ? {} : { selector: { [LABEL.app]: spec.name } }),
           publishNotReadyAddresses: false,
           ports: [{ name: "https", port: UPSTREAM_PORT, targetPort: UPSTREAM_PORT, protocol: "TCP" }],
         },
