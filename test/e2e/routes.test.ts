@@ -238,12 +238,13 @@ describe("sync-routes", () => {
     expect((await xds())["rds.yaml"]).not.toContain("/plain-e2e/");
   });
 
-  it("shows a new namespace's routes in `pulumi preview --diff`, keyed by id", async () => {
+  it("shows a new namespace's routes in `pulumi preview --diff`, keyed by id, a line each", async () => {
     await devNamespace("pr-e2e-2", ["ci"]);
     const preview = await stack.ws.ok(["preview", "--diff"], 300_000);
-    expect(preview.stdout).toMatch(/\+ pr-e2e-2\/ci\s*: \{/);
-    expect(preview.stdout).toContain('match    : "https://internal.dev.example.org/pr-e2e-2/ci"');
-    expect(preview.stdout).toMatch(/\+ pr-e2e-2_ci: \{/);
+    // Each route is one line: where it goes, and what else it has.
+    expect(preview.stdout).toMatch(
+      /\+ pr-e2e-2\/ci\s*: "https:\/\/internal\.dev\.example\.org\/pr-e2e-2\/ci -> ci\.pr-e2e-2\.svc\.cluster\.local:443 \(pr-e2e-2_ci\); rate limit \d+\/s"/,
+    );
     expect(preview.stdout).toMatch(/Resources:\s+~ 2 to update/);
     const r = await syncRoutes();
     expect(r.stdout).toMatch(/2 added, 0 removed/);
