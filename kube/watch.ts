@@ -51,7 +51,12 @@ export function changeDigest(o: k8s.KubernetesObject, ignored: ReadonlySet<strin
 /** A JSON.stringify replacer that writes every object's keys in one order, whatever order they were set in. */
 function sortedKeys(_key: string, value: unknown): unknown {
   if (!value || typeof value !== "object" || Array.isArray(value)) return value;
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const fields = value as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(fields)
+      .sort()
+      .map((k) => [k, fields[k]]),
+  );
 }
 
 /**

@@ -107,7 +107,7 @@ describe("the routes view", () => {
       (r) => (r.rateLimit = 201),
       (r) => delete r.rateLimit,
       (r) => (r.websocket = true),
-      (r) => (r.aliases = ["web.example.org"]),
+      (r) => (r.aliases = ["web.example.org", "w.example.org"]),
       (r) => (r.shift!.policy = "atomic"),
       (r) => (r.shift!.from = "green"),
       (r) => (r.shift!.to = "blue"),
@@ -123,6 +123,7 @@ describe("the routes view", () => {
     });
     expect(new Set([routeLine(web), ...lines]).size).toBe(edits.length + 1);
     expect(lines[14]).toMatch(/over 100m, reversed at 2026-11-30T10:30:00.000Z$/);
+    expect(lines[8]).toContain("; aliases web.example.org w.example.org;");
   });
 });
 

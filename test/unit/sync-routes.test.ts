@@ -264,6 +264,12 @@ describe("sync-routes: what it reports and plans", () => {
         "pr-2/web on internal-gateway: https://internal.dev.hail/pr-2/web -> web-blue.pr-2.svc.cluster.local:443 (pr-2_web_blue, version blue, 80%) + web-green.pr-2.svc.cluster.local:443 (pr-2_web_green, version green, 20%); rate limit 200/s; linear shift blue -> green from 2026-11-30T10:00:00.000Z over 100m",
       ],
     });
+    // Each list in id order, whatever order the lines were recorded in.
+    expect(routeChanges({ r: { b: "1", a: "2" } }, { r: { d: "3", c: "4" } })).toEqual({
+      added: ["c on r: 4", "d on r: 3"],
+      removed: ["a on r: 2", "b on r: 1"],
+      changed: [],
+    });
     // A resource the state did not have yet: all its routes are added; one gone: all removed.
     expect(
       routeChanges({}, { "gateway-routes": lines({ "pr-1": ["batch"] }, SHIFT_START)["gateway-routes"]! }).added.filter(
@@ -342,6 +348,10 @@ describe("sync-routes: what it reports and plans", () => {
     expect(shiftsMoving(Object.values(views({ "pr-1": ["batch"] }, minutesIntoShift(10))), minutesIntoShift(10))).toBe(
       false,
     );
+    // One gateway's routes with a moving shift is enough.
+    const moving = views(dev, minutesIntoShift(10))["gateway-routes"];
+    const still = views({ "pr-1": ["batch"] }, minutesIntoShift(10))["gateway-routes"];
+    expect(shiftsMoving([still, moving], minutesIntoShift(10))).toBe(true);
   });
 
   it("plans each resource from its wiring in state and the current stack config, rendered at the instant, not validated yet", () => {

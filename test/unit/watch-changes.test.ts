@@ -42,6 +42,13 @@ describe("what the watch reports as a change", () => {
     ])
       expect(changeDigest(s, OWN)).toBe(before);
     const annotated = edited((s) => (s.metadata!.annotations![ROUTE_STATUS_ANNOTATION] = "a"));
+    // A deletion timestamp the server sends as null is no deletion.
+    expect(
+      changeDigest(
+        edited((s) => (s.metadata!.deletionTimestamp = null as never)),
+        OWN,
+      ),
+    ).toBe(before);
     expect(
       changeDigest(
         edited((s) => delete s.metadata!.annotations),
