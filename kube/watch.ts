@@ -3,8 +3,8 @@
 // server has compacted past it). Their caches answer discovery without
 // another request.
 import * as k8s from "@kubernetes/client-node";
-import { createHash } from "node:crypto";
 import type { NamespaceObject, ServiceObject } from "../routing/discovery.js";
+import { jsonDigest } from "../routing/units.js";
 import { describeKubeError, withTimeout } from "./client.js";
 
 export interface RoutedObjectsWatch {
@@ -45,18 +45,7 @@ export function changeDigest(o: k8s.KubernetesObject, ignored: ReadonlySet<strin
     spec: (o as { spec?: unknown }).spec,
     phase: (o as { status?: { phase?: unknown } }).status?.phase,
   };
-  return createHash("sha256").update(JSON.stringify(facts, sortedKeys)).digest("base64");
-}
-
-/** A JSON.stringify replacer that writes every object's keys in one order, whatever order they were set in. */
-function sortedKeys(_key: string, value: unknown): unknown {
-  if (!value || typeof value !== "object" || Array.isArray(value)) return value;
-  const fields = value as Record<string, unknown>;
-  return Object.fromEntries(
-    Object.keys(fields)
-      .sort()
-      .map((k) => [k, fields[k]]),
-  );
+  return jsonDigest(facts);
 }
 
 /**
@@ -102,18 +91,21 @@ export function watchRoutedObjects(
     const seen = new Map<string, string>();
     const start = () => void informer.start().then(checkSynced);
     informer.on(k8s.ADD, (o) => {
-      seen.set(name(o), changeDigest(o, ignored));
-      callbacks.onChange(`${name(o)} added`);
+      const key = name(o);
+      seen.set(key, changeDigest(o, ignored));
+      callbacks.onChange(`${key} added`);
     });
     informer.on(k8s.UPDATE, (o) => {
+      const key = name(o);
       const digest = changeDigest(o, ignored);
-      if (seen.get(name(o)) === digest) return;
-      seen.set(name(o), digest);
-      callbacks.onChange(`${name(o)} changed`);
+      if (seen.get(key) === digest) return;
+      seen.set(key, digest);
+      callbacks.onChange(`${key} changed`);
     });
     informer.on(k8s.DELETE, (o) => {
-      seen.delete(name(o));
-      callbacks.onChange(`${name(o)} deleted`);
+      const key = name(o);
+      seen.delete(key);
+      callbacks.onChange(`${key} deleted`);
     });
     informer.on(k8s.CONNECT, () => (delay = 1000));
     informer.on(k8s.ERROR, (e) => {

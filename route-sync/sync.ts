@@ -81,18 +81,9 @@ export interface SyncConfig {
  * so the first sync after an upgrade reports only real changes.
  */
 export function syncedRoutes(state: readonly RoutesResourceState[]): SyncedRoutes {
-  const line = (recorded: string | RouteEntry) => (typeof recorded === "string" ? recorded : routeLine(recorded));
-  return Object.fromEntries(
-    state.map((r) => [
-      r.name,
-      Object.fromEntries(
-        Object.entries((r.outputs.routes ?? {}) as Record<string, string | RouteEntry>).map(([id, recorded]) => [
-          id,
-          line(recorded),
-        ]),
-      ),
-    ]),
-  );
+  const lines = (recorded: Record<string, string | RouteEntry>): RouteLines =>
+    Object.fromEntries(Object.entries(recorded).map(([id, r]) => [id, typeof r === "string" ? r : routeLine(r)]));
+  return Object.fromEntries(state.map((r) => [r.name, lines(r.outputs.routes ?? {})]));
 }
 
 /** True while any route's traffic shift is still moving its weights (the watcher then re-renders on a timer). */

@@ -42,6 +42,25 @@ export function dataDigest(data: Readonly<Record<string, string>>): string {
   );
 }
 
+/**
+ * The digest of a JSON value, independent of the order its objects' keys were
+ * set in (and of keys set to undefined, which JSON leaves out).
+ */
+export function jsonDigest(value: unknown): string {
+  return sha256(JSON.stringify(value, sortedKeys));
+}
+
+/** A JSON.stringify replacer that writes every object's keys in one order. */
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return value;
+  const fields = value as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(fields)
+      .sort()
+      .map((k) => [k, fields[k]]),
+  );
+}
+
 /** A short digest of a JSON value: same content, same version. */
 export function contentVersion(value: unknown): string {
   return sha256(JSON.stringify(value)).slice(0, 16);

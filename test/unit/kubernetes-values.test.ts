@@ -11,6 +11,7 @@ import {
 import { envoyDuration, formatLiteral, memoryBytes } from "../../routing/envoy/units.js";
 import {
   contentVersion,
+  jsonDigest,
   dataDigest,
   formatDuration,
   parseDuration,
@@ -202,6 +203,16 @@ describe("digests", () => {
     expect(contentVersion([{ a: 1 }])).toBe(contentVersion([{ a: 1 }]));
     expect(contentVersion([{ a: 1 }])).not.toBe(contentVersion([{ a: 2 }]));
     expect(contentVersion([])).toBe("4f53cda18c2baa0c");
+  });
+
+  it("digest a JSON value whatever order its keys were set in, at any depth, but not whatever its lists' order", () => {
+    const digest = jsonDigest({ b: 1, a: { d: [1, 2], c: "x" } });
+    expect(digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(jsonDigest({ a: { c: "x", d: [1, 2] }, b: 1 })).toBe(digest);
+    expect(jsonDigest({ a: { c: "x", d: [1, 2], e: undefined }, b: 1 })).toBe(digest);
+    expect(jsonDigest({ a: { c: "x", d: [2, 1] }, b: 1 })).not.toBe(digest);
+    expect(jsonDigest({ a: { c: "y", d: [1, 2] }, b: 1 })).not.toBe(digest);
+    expect(jsonDigest(null)).toBe("74234e98afe7498fb5daf1f36ac2d78acc339464f950703b8c019892f982b90b");
   });
 });
 
