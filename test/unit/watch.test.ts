@@ -33,6 +33,11 @@ const h = vi.hoisted(() => ({
   statusError: undefined as Error | undefined,
   /** When set, each live write waits for it. */
   writeGate: undefined as Promise<void> | undefined,
+  /** What shiftsMoving says, and the routes it was asked about each time. */
+  shifting: false,
+  shiftQuestions: [] as unknown[],
+  /** The routes each plan gives (what the shift ticker asks about). */
+  plannedRoutes: { "pr-1/web": { service: "web" } } as unknown,
   sync: undefined as unknown,
   /** The route lines the next live write reports. */
   changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
@@ -73,11 +78,16 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
     return h.status;
   },
   syncedRoutes: () => ({}),
-  shiftsMoving: () => false,
+  shiftsMoving: (views: unknown) => {
+    h.shiftQuestions.push(views);
+    return h.shifting;
+  },
   routeChanges: () => h.changes,
   plan: () => {
     if (h.renderError) throw h.renderError;
-    return [{ state: { name: "gateway-routes" }, facts: { gateway: "gateway" }, routes: {}, digest: h.digest }];
+    return [
+      { state: { name: "gateway-routes" }, facts: { gateway: "gateway" }, routes: h.plannedRoutes, digest: h.digest },
+    ];
   },
   recorded: (p: { digest: string }) => p.digest === h.recordedDigest,
   writeLive: async (planned: { digest: string }[]): Promise<SyncRecord> => {
@@ -131,6 +141,8 @@ describe("sync-routes --watch", () => {
       statusWrites: 0,
       statusError: undefined,
       writeGate: undefined,
+      shifting: false,
+      shiftQuestions: [],
       sync,
       changes: { added: ["a route"], removed: [], changed: [] },
     });
@@ -153,6 +165,28 @@ describe("sync-routes --watch", () => {
     for (const r of h.records) r.resolve();
     await tick();
     vi.useRealTimers();
+  });
+
+  it("re-renders on its ticker while a traffic shift of the routes it last planned still moves", async () => {
+    watcher.stop();
+    await tick();
+    lines = [];
+    watcher = watchRoutes(
+      {} as ProjectStack,
+      { sync: sync as unknown as SyncConfig, state },
+      { debounceMs: 300, resyncMs: 10_000, log: (l) => lines.push(l) },
+    );
+    await tick();
+    h.digest = "d1";
+    await tick(10_000);
+    // Not moving: the ticker asked about the routes the first step planned, and nothing ran.
+    expect(h.shiftQuestions.at(-1)).toEqual([h.plannedRoutes]);
+    expect(h.writes).toEqual([]);
+    h.shifting = true;
+    await tick(10_000);
+    await tick(1000);
+    expect(h.writes, out()).toEqual(["d1"]);
+    expect(out()).toMatch(/routes live [\d.]+s after the change was seen \(traffic shift in progress;/);
   });
 
   it("says once that the routes are in step, and writes nothing", () => {
@@ -212,7 +246,7 @@ describe("sync-routes --watch", () => {
     const before = h.statusWrites; // the first step's, on what the watch read at its start
     change("namespace pr-1 added", "d1");
     await tick(300);
-    expect(h.writes).toEqual(["d1"]);
+    expect(h.writes, out()).toEqual(["d1"]);
     expect(h.statusWrites).toBe(before + 1);
     change("namespace pr-2 added", "d2");
     await tick(300);
@@ -279,7 +313,7 @@ describe("sync-routes --watch", () => {
     release();
     await tick();
     expect(stopped).toBe(true);
-    expect(h.writes).toEqual(["d1"]);
+    expect(h.writes, out()).toEqual(["d1"]);
     expect(h.statusWrites).toBe(before);
     expect(lines.slice(-2)).toEqual([
       "stopped before recording the routes written since the last record: the ConfigMaps hold them; the next sync-routes or `pulumi up` records them",
@@ -294,7 +328,7 @@ describe("sync-routes --watch", () => {
     await tick(299);
     expect(h.writes).toEqual([]);
     await tick(1);
-    expect(h.writes).toEqual(["d1"]);
+    expect(h.writes, out()).toEqual(["d1"]);
     expect(out()).toMatch(
       /\+ a route\nroutes live 0\.4s after the change was seen \(namespace pr-1 added, service pr-1\/batch added; render \d+ ms, write \d+ ms\): 1 added, 0 removed, 0 changed/,
     );
@@ -344,7 +378,7 @@ describe("sync-routes --watch", () => {
     h.records[0]!.resolve();
     await tick(600_000);
     expect(out()).not.toContain("the stack config changed");
-    expect(h.writes).toEqual(["d1"]);
+    expect(h.writes, out()).toEqual(["d1"]);
   });
 
   it("records one at a time, the latest write next, while the live writes go on", async () => {
@@ -397,7 +431,7 @@ describe("sync-routes --watch", () => {
     await tick(1999);
     expect(h.writes).toEqual([]);
     await tick(1);
-    expect(h.writes).toEqual(["d1"]);
+    expect(h.writes, out()).toEqual(["d1"]);
     expect(out()).toMatch(/routes live 2\.0s after the change was seen \(retrying the failed write;/);
   });
 
