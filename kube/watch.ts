@@ -49,6 +49,36 @@ export function changeDigest(o: k8s.KubernetesObject, ignored: ReadonlySet<strin
 }
 
 /**
+ * What an informer's events say about one kind of object ("Service pr-1/batch
+ * changed"), remembering each object's `changeDigest` as last reported: an
+ * update that leaves it the same says nothing (undefined).
+ */
+export function changeFilter(
+  kind: string,
+  ignored: ReadonlySet<string>,
+): Record<"added" | "updated" | "deleted", (o: k8s.KubernetesObject) => string | undefined> {
+  const seen = new Map<string, string>();
+  const name = (o: k8s.KubernetesObject) =>
+    `${kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+  return {
+    added(o) {
+      seen.set(name(o), changeDigest(o, ignored));
+      return `${name(o)} added`;
+    },
+    updated(o) {
+      const digest = changeDigest(o, ignored);
+      if (seen.get(name(o)) === digest) return undefined;
+      seen.set(name(o), digest);
+      return `${name(o)} changed`;
+    },
+    deleted(o) {
+      seen.delete(name(o));
+      return `${name(o)} deleted`;
+    },
+  };
+}
+
+/**
  * Watches the namespaces matching `namespaceSelector` and the Services
  * matching `serviceSelector`, cluster-wide. An update that changes only the
  * `ignoredAnnotations` (or the server's bookkeeping) is not reported.
@@ -86,27 +116,12 @@ export function watchRoutedObjects(
   };
   const follow = <T extends k8s.KubernetesObject>(informer: k8s.ListWatch<T>, kind: string, selector: string): void => {
     let delay = 1000;
-    const name = (o: T) => `${kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
-    /** Object name -> the digest of what it was when last reported. */
-    const seen = new Map<string, string>();
     const start = () => void informer.start().then(checkSynced);
-    informer.on(k8s.ADD, (o) => {
-      const key = name(o);
-      seen.set(key, changeDigest(o, ignored));
-      callbacks.onChange(`${key} added`);
-    });
-    informer.on(k8s.UPDATE, (o) => {
-      const key = name(o);
-      const digest = changeDigest(o, ignored);
-      if (seen.get(key) === digest) return;
-      seen.set(key, digest);
-      callbacks.onChange(`${key} changed`);
-    });
-    informer.on(k8s.DELETE, (o) => {
-      const key = name(o);
-      seen.delete(key);
-      callbacks.onChange(`${key} deleted`);
-    });
+    const changes = changeFilter(kind, ignored);
+    const report = (what: string | undefined) => what !== undefined && callbacks.onChange(what);
+    informer.on(k8s.ADD, (o) => report(changes.added(o)));
+    informer.on(k8s.UPDATE, (o) => report(changes.updated(o)));
+    informer.on(k8s.DELETE, (o) => report(changes.deleted(o)));
     informer.on(k8s.CONNECT, () => (delay = 1000));
     informer.on(k8s.ERROR, (e) => {
       if (stopped) return;

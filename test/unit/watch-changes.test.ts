@@ -3,7 +3,7 @@
 // bookkeeping, the route status sync-routes writes itself) is none.
 import type * as k8s from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { changeDigest } from "../../kube/watch.js";
+import { changeDigest, changeFilter } from "../../kube/watch.js";
 import { ROUTE_STATUS_ANNOTATION } from "../../routing/labels.js";
 
 const OWN = new Set([ROUTE_STATUS_ANNOTATION]);
@@ -126,5 +126,24 @@ describe("what the watch reports as a change", () => {
       edited((s) => (s.metadata!.namespace = "pr-2")),
     ].map((s) => changeDigest(s, OWN));
     expect(new Set([before, ...changes]).size).toBe(changes.length + 1);
+  });
+});
+
+describe("the watch's events", () => {
+  it("say each add, real change and delete of an object, and nothing for an update that changes nothing of it", () => {
+    const changes = changeFilter("Service", OWN);
+    expect(changes.added(service())).toBe("Service pr-1/batch added");
+    expect(changes.updated(edited((s) => (s.metadata!.resourceVersion = "101")))).toBeUndefined();
+    expect(changes.updated(edited((s) => (s.metadata!.annotations![ROUTE_STATUS_ANNOTATION] = "x")))).toBeUndefined();
+    const relabelled = edited((s) => (s.metadata!.labels!["envoy-gateways.io/service"] = "web"));
+    expect(changes.updated(relabelled)).toBe("Service pr-1/batch changed");
+    // Compared with what was last reported: the same labels again are no change, the old ones are.
+    expect(changes.updated(relabelled)).toBeUndefined();
+    expect(changes.updated(service())).toBe("Service pr-1/batch changed");
+    // Objects are told apart by name; one deleted and added again is reported anew.
+    expect(changes.updated(edited((s) => (s.metadata!.name = "ci")))).toBe("Service pr-1/ci changed");
+    expect(changes.deleted(service())).toBe("Service pr-1/batch deleted");
+    expect(changes.updated(service())).toBe("Service pr-1/batch changed");
+    expect(changeFilter("namespace", OWN).added({ metadata: { name: "pr-1" } })).toBe("namespace pr-1 added");
   });
 });
