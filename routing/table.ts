@@ -54,7 +54,7 @@ export interface RoutingTable {
   /** Dev/PR services, sorted by namespace then name. */
   dev: RoutedService[];
   /** What every dev/PR route shares (set once, on their one virtual host): the stack's upstream retries, as each dev service has them. */
-  devRoutes: { retries: RoutedService["retries"] };
+  devRoutes: { retries: RoutedService["retries"]; rateLimit: RoutedService["rateLimit"] };
 }
 
 /** One version of a dev/PR service: its version id and the Service that selects its pods. */
@@ -148,7 +148,7 @@ export function buildRoutingTable(
   if (problems.length)
     throw new InputError(problems.every((p) => p.source === "config") ? "stack config" : subject, problems);
   dev.sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
-  return { production, dev, devRoutes: { retries: devRetries(config) } };
+  return { production, dev, devRoutes: { retries: devRetries(config), rateLimit: config.devNamespaces.rateLimit } };
 }
 
 function productionService(

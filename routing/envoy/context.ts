@@ -17,7 +17,13 @@ import {
 import { upstreamProtocolOptions, upstreamTransportSocket } from "./tls.js";
 import { envoyDuration, formatLiteral } from "./units.js";
 import { ON_DEMAND_CLUSTER } from "../names.js";
-import { ExtAuthzDisabled, ExtAuthzEnabled, localRateLimit, onDemandUpstreamHost } from "./filters.js";
+import {
+  ExtAuthzDisabled,
+  ExtAuthzEnabled,
+  localRateLimit,
+  onDemandUpstreamHost,
+  rateLimitPerRoute,
+} from "./filters.js";
 
 /** Options for where and how Envoy runs; the defaults are the gateway pod's. */
 export interface RenderOptions {
@@ -86,6 +92,11 @@ export interface SharedParts {
    * Routes with the same limit and prefix share one object.
    */
   rateLimited(perSecond: number, statPrefix: string): Json;
+  /**
+   * typed_per_filter_config of a virtual host whose routes each get
+   * `perSecond` (as for rateLimited) from one config: a bucket per route.
+   */
+  rateLimitedPerRoute(perSecond: number, statPrefix: string): Json;
   /** typed_per_filter_config of a /metrics route: ext_authz on again, and the service's rate limit (if any, as for rateLimited). */
   metricsAuthenticated(rateLimit: { perSecond: number; statPrefix: string } | undefined): Json;
   /** A virtual host's retry_policy, by number of retries. */
@@ -181,6 +192,9 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
       once(rateLimits, `${perSecond} ${statPrefix}`, () => ({
         [FILTER.localRateLimit]: localRateLimit(perSecond, perReplicaLimit(perSecond, settings.replicas), statPrefix),
       })),
+    rateLimitedPerRoute: (perSecond, statPrefix) => ({
+      [FILTER.localRateLimit]: rateLimitPerRoute(perSecond, perReplicaLimit(perSecond, settings.replicas), statPrefix),
+    }),
     metricsAuthenticated: (rateLimit) =>
       once(metricsRoutes, rateLimit ? `${rateLimit.perSecond} ${rateLimit.statPrefix}` : "", () => ({
         [FILTER.extAuthz]: ExtAuthzEnabled,

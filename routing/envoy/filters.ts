@@ -241,6 +241,46 @@ export function localRateLimit(perSecond: number, burst: number, statPrefix: str
   };
 }
 
+/** The rate limit descriptor key whose value is the matched route's name (one bucket per route). */
+export const ROUTE_DESCRIPTOR = "route";
+
+/**
+ * The most per-route buckets one rateLimitPerRoute config keeps (the least
+ * recently used goes first): more routes than an xDS ConfigMap holds.
+ */
+export const MAX_ROUTE_BUCKETS = 16384;
+
+/**
+ * localRateLimit's limit for each route of a virtual host, from one config on
+ * the virtual host: a bucket per route, keyed by the route's name (a
+ * descriptor with an empty value, made on the route's first request), shared
+ * across the gateway pods as localRateLimit's is. The default bucket is the
+ * same, and a request with its route's bucket does not also take from it. A
+ * per-route config makes Envoy build a limiter for every route: at 5,000
+ * dev/PR routes that was over half of loading rds.yaml.
+ */
+export function rateLimitPerRoute(perSecond: number, burst: number, statPrefix: string): Json {
+  const limit = localRateLimit(perSecond, burst, statPrefix);
+  return {
+    ...limit,
+    descriptors: [{ entries: [{ key: ROUTE_DESCRIPTOR }], token_bucket: limit.token_bucket }],
+    max_dynamic_descriptors: MAX_ROUTE_BUCKETS,
+    always_consume_default_token_bucket: false,
+    rate_limits: [
+      {
+        actions: [
+          {
+            extension: {
+              name: "envoy.rate_limit_descriptors.expr",
+              typed_config: { "@type": TYPE.exprDescriptor, descriptor_key: ROUTE_DESCRIPTOR, text: "xds.route_name" },
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
 // Parts every route's rate limit shares (written once in rds.yaml).
 const RATE_LIMIT_ENABLED: Json = {
   runtime_key: "route_rate_limit_enabled",

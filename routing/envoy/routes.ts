@@ -83,7 +83,10 @@ export function devVirtualHost(
     }),
   };
   if (onDemand) {
-    host.typed_per_filter_config = ctx.shared.onDemandHost;
+    // On-demand routes' rate limit is the host's, a bucket per route; a route with its own config keeps it.
+    const rateLimit =
+      shared.rateLimit !== undefined ? ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS) : {};
+    host.typed_per_filter_config = { ...ctx.shared.onDemandHost, ...rateLimit };
     host.request_headers_to_remove = [UPSTREAM_HOST_HEADER];
   } else if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   // Dev/PR services all take the table's dev retries and the gateway's security headers.
@@ -120,20 +123,18 @@ export const DEV_RATE_LIMIT_STATS = "dev";
 /**
  * A dev/PR route to the on-demand cluster, named `<namespace>/<service>`: the
  * action (cluster, request time bound) is shared by every route with the same
- * timeouts, the virtual host sets the upstream host; Envoy counts its
- * responses and latency under vhost.dev.route.<namespace>/<service>. (the
- * cluster's stats are the on-demand cluster's and the sub-cluster's).
+ * timeouts, the virtual host sets the upstream host and the rate limit (a
+ * bucket per route, by its name); Envoy counts its responses and latency
+ * under vhost.dev.route.<namespace>/<service>. (the cluster's stats are the
+ * on-demand cluster's and the sub-cluster's).
  */
 function onDemandRoute(ctx: XdsContext, service: RoutedService, match: Json): Json {
-  const route: Json = {
+  return {
     name: service.id,
     match,
     route: ctx.shared.onDemandAction(envoyDuration(service.routeTimeout), service.websocket),
     stat_prefix: service.id,
   };
-  if (service.rateLimit !== undefined)
-    route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, DEV_RATE_LIMIT_STATS);
-  return route;
 }
 
 /**

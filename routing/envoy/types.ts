@@ -23,6 +23,7 @@ export const TYPE = {
   connectionLimit: `${T}envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit`,
   previousHosts: `${T}envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate`,
   localRateLimit: `${T}envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit`,
+  exprDescriptor: `${T}envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor`,
   compressor: `${T}envoy.extensions.filters.http.compressor.v3.Compressor`,
   gzip: `${T}envoy.extensions.compression.gzip.compressor.v3.Gzip`,
   healthCheck: `${T}envoy.extensions.filters.http.health_check.v3.HealthCheck`,

@@ -870,10 +870,13 @@ describe("retries", () => {
   });
   it("of the dev routes come from the routing table, which takes the stack's upstream retries for every dev service", () => {
     const up = config().upstream;
-    expect(table().devRoutes).toEqual({ retries: { count: up.retries, resetMethods: up.retryResetMethods } });
+    expect(table().devRoutes).toEqual({
+      retries: { count: up.retries, resetMethods: up.retryResetMethods },
+      rateLimit: config().devNamespaces.rateLimit,
+    });
     for (const s of table().dev) expect(s.retries).toEqual(table().devRoutes.retries);
     // The translation reads the table, not stack config: what the table says is what the dev host gets.
-    const changed = { ...table(), devRoutes: { retries: { count: 5, resetMethods: ["GET"] } } };
+    const changed = { ...table(), devRoutes: { ...table().devRoutes, retries: { count: 5, resetMethods: ["GET"] } } };
     const dev = host("dev", renderGateway(config(), changed, "gateway"));
     expect(dev.retry_policy).toMatchObject({ retry_on: safe, num_retries: 5 });
     expect(get((dev.request_headers_to_add as Json[])[0], "header.value")).toBe(
@@ -881,7 +884,11 @@ describe("retries", () => {
     );
     const none = host(
       "dev",
-      renderGateway(config(), { ...table(), devRoutes: { retries: { count: 0, resetMethods: [] } } }, "gateway"),
+      renderGateway(
+        config(),
+        { ...table(), devRoutes: { ...table().devRoutes, retries: { count: 0, resetMethods: [] } } },
+        "gateway",
+      ),
     );
     expect(none.retry_policy).toBeUndefined();
     expect(none.request_headers_to_add).toBeUndefined();
