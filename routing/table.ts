@@ -53,8 +53,12 @@ export interface RoutingTable {
   production: RoutedService[];
   /** Dev/PR services, sorted by namespace then name. */
   dev: RoutedService[];
-  /** What every dev/PR route shares (set once, on their one virtual host): the stack's upstream retries, as each dev service has them. */
-  devRoutes: { retries: RoutedService["retries"]; rateLimit: RoutedService["rateLimit"] };
+  /**
+   * What every dev/PR route shares (set once, on their one virtual host): the
+   * stack's upstream retries and devNamespaces.rateLimit (each route's own
+   * bucket), as each dev service has them.
+   */
+  devRoutes: { retries: RoutedService["retries"]; rateLimit: number };
 }
 
 /** One version of a dev/PR service: its version id and the Service that selects its pods. */

@@ -84,9 +84,10 @@ export function devVirtualHost(
   };
   if (onDemand) {
     // On-demand routes' rate limit is the host's, a bucket per route; a route with its own config keeps it.
-    const rateLimit =
-      shared.rateLimit !== undefined ? ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS) : {};
-    host.typed_per_filter_config = { ...ctx.shared.onDemandHost, ...rateLimit };
+    host.typed_per_filter_config = {
+      ...ctx.shared.onDemandHost,
+      ...ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS),
+    };
     host.request_headers_to_remove = [UPSTREAM_HOST_HEADER];
   } else if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
   // Dev/PR services all take the table's dev retries and the gateway's security headers.
