@@ -87,7 +87,7 @@ export const devNamespaces = z.strictObject({
    * How dev/PR routes reach their pods. per-service: one DNS cluster per Service, written
    * in the xDS ConfigMap (about 1,500 pairs fit). on-demand: one dynamic forward proxy
    * cluster for them all, which makes a DNS sub-cluster for a Service's name on its first
-   * request (a route costs about 160 bytes; 5,000 pairs fit). A Service with several
+   * request (a route costs about 130 bytes; about 7,800 pairs fit). A Service with several
    * versions, or named other than its service, keeps a cluster of its own either way.
    */
   clusters: z.enum(["per-service", "on-demand"], { error: "must be per-service or on-demand" }).default("per-service"),
