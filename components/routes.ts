@@ -11,7 +11,7 @@
 // engine runs it in, whichever clone or machine that is.
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayName, RoutingConfig } from "../routing/config/schema.js";
-import type { RoutesView } from "../routing/routes-view.js";
+import type { RouteLines } from "../routing/routes-view.js";
 import type { DevNamespaces } from "../routing/table.js";
 import type * as Core from "../routes-provider/core.js";
 
@@ -90,8 +90,8 @@ export const routesProvider: pulumi.dynamic.ResourceProvider = {
 
 /** Owns one gateway's xDS ConfigMap data: production and dev/PR routes, rendered and validated. */
 export class Routes extends pulumi.dynamic.Resource {
-  /** The routes written, keyed by route id. */
-  declare readonly routes: pulumi.Output<RoutesView>;
+  /** The routes written, keyed by route id: a line each. */
+  declare readonly routes: pulumi.Output<RouteLines>;
   declare readonly dataDigest: pulumi.Output<string>;
 
   constructor(name: string, args: RoutesArgs, opts?: pulumi.CustomResourceOptions) {
