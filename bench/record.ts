@@ -3,19 +3,20 @@
 // dev/PR pairs, and where its time goes. On a fresh local cluster with the
 // dev stack deployed (dev/PR routes on demand, the layout that holds 5,000),
 // for each size it writes a sync of that many synthetic pairs (namespaces of
-// 10 Services) as sync-routes does, and records it with the same targeted
-// engine run as route-sync/sync.ts `record`, timed from the engine's events:
+// 10 Services) as sync-routes does, and records it with route-sync/sync.ts
+// `record`, as a sync-routes run does (its own stack handle: the stack
+// selected, the program loaded, the engine run, the state read back), timed
+// whole ("record") and from the engine's events:
 //
-//   start         until the engine's first event (the CLI and its plugins)
+//   start         until the engine's first event (the stack selected, the
+//                 CLI and its plugins started)
 //   steps         from there to the last resource step done (the program
 //                 declaring the stack, and every step)
 //   routes steps  each routes resource's step (check, diff, update)
-//   end           from the last step to the end (stack outputs, the state)
+//   end           from the last step to the engine run's end (stack outputs,
+//                 the state)
 //
-// Then one namespace more, recorded by `record` itself, as a sync-routes run
-// does it: the stack selected, the program loaded, the engine run and the
-// state read back ("record"). Prints the sizes side by side, with the size of
-// the stack's exported state.
+// Prints the sizes side by side, with the size of the stack's exported state.
 //
 //   npx tsx bench/record.ts [--sizes 100,1000,5000]
 //
@@ -25,7 +26,6 @@ import { parseArgs } from "node:util";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { plan, record, writeLive } from "../route-sync/sync.js";
 import { ProjectStack, routesInState, stackConfigOf } from "../route-sync/stack.js";
-import type { DevNamespaces } from "../routing/table.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
 import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
 import { ProgramStack } from "../test/support/program.js";
@@ -41,43 +41,34 @@ const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";
 
 interface Row {
   pairs: number;
-  /** The instrumented engine run and its parts, in milliseconds. */
-  total: number;
+  /** `record` as a sync-routes run calls it, in milliseconds. */
+  record: number;
+  /** Its engine run, from the engine's events. */
   start: number;
   steps: number;
   routes: number[];
   end: number;
-  /** `record` as sync-routes runs it, one namespace later. */
-  recordMs: number;
   stateBytes: number;
 }
 
-/** Plans and writes a sync of `devNamespaces` as sync-routes does: what its record step is given. */
-async function writeSync(stack: ProjectStack, devNamespaces: DevNamespaces) {
+/** Plans and writes a sync of `pairs` synthetic pairs as sync-routes does, then records it; timed. */
+async function recordSync(stack: ProjectStack, pairs: number): Promise<Omit<Row, "stateBytes">> {
+  const devNamespaces = syntheticNamespaces(pairs, 10);
   const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
   const now = new Date();
-  const planned = plan(state, sync, devNamespaces, now);
   const inState = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
-  return { state, written: await writeLive(planned, devNamespaces, now, inState) };
-}
-
-/** The engine run of `record`, timed from the engine's own events. */
-async function engineRun(stack: ProjectStack, pairs: number): Promise<Omit<Row, "recordMs" | "stateBytes">> {
-  const { state, written } = await writeSync(stack, syntheticNamespaces(pairs, 10));
-  const program = async () => (await import("../program/main.js")).runProgram(written);
-  const engine = await stack.automation();
+  const written = await writeLive(plan(state, sync, devNamespaces, now), devNamespaces, now, inState);
   const events: { at: number; event: EngineEvent }[] = [];
   const t0 = Date.now();
-  await engine.up({
-    target: state.map((r) => r.urn),
-    color: "never",
-    program,
+  await record(stack, state, written, {
+    log: (line) => console.error(line),
     onEvent: (event) => events.push({ at: Date.now(), event }),
   });
   const total = Date.now() - t0;
   const first = events[0]?.at ?? t0;
   const done = events.filter((e) => e.event.resOutputsEvent);
   const lastStep = done.at(-1)?.at ?? first;
+  const engineEnd = events.at(-1)?.at ?? lastStep;
   const routes = events
     .filter((e) => e.event.resourcePreEvent?.metadata.urn.endsWith("-routes"))
     .map((e) => {
@@ -85,7 +76,7 @@ async function engineRun(stack: ProjectStack, pairs: number): Promise<Omit<Row, 
       const out = done.find((o) => o.event.resOutputsEvent!.metadata.urn === urn);
       return out ? out.at - e.at : NaN;
     });
-  return { pairs, total, start: first - t0, steps: lastStep - first, routes, end: t0 + total - lastStep };
+  return { pairs, record: total, start: first - t0, steps: lastStep - first, routes, end: engineEnd - lastStep };
 }
 
 async function main(): Promise<void> {
@@ -101,27 +92,21 @@ async function main(): Promise<void> {
     const stack = new ProjectStack(program.ws.stack, program.ws.programDir);
     for (const pairs of sizes) {
       console.error(`recording ${pairs} pairs ...`);
-      const row = await engineRun(stack, pairs);
-      // As a sync-routes run records: its own stack handle (selected again), one namespace more.
-      const fresh = new ProjectStack(stack.name, stack.workDir);
-      const more = { ...syntheticNamespaces(pairs, 10), "pr-one-more": ["web"] };
-      const { state, written } = await writeSync(fresh, more);
-      const t = Date.now();
-      await record(fresh, state, written, { log: (line) => console.error(line) });
-      const recordMs = Date.now() - t;
-      rows.push({ ...row, recordMs, stateBytes: Buffer.byteLength(await stack.pulumi(["stack", "export"])) });
+      // As a sync-routes run: a stack handle of its own, selected on first use.
+      const row = await recordSync(new ProjectStack(stack.name, stack.workDir), pairs);
+      rows.push({ ...row, stateBytes: Buffer.byteLength(await stack.pulumi(["stack", "export"])) });
     }
   } finally {
     await stopLocalCluster(cluster, true);
   }
-  const s = (ms: number, width = 9) => `${(ms / 1000).toFixed(1)} s`.padEnd(width);
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`.padEnd(9);
   console.log(
-    `${"pairs".padEnd(7)}${"engine run".padEnd(12)}${"start".padEnd(9)}${"steps".padEnd(9)}${"routes steps".padEnd(15)}${"end".padEnd(9)}${"record".padEnd(9)}state`,
+    `${"pairs".padEnd(7)}${"record".padEnd(9)}${"start".padEnd(9)}${"steps".padEnd(9)}${"routes steps".padEnd(15)}${"end".padEnd(9)}state`,
   );
   for (const r of rows) {
     const routes = r.routes.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(" + ");
     console.log(
-      `${String(r.pairs).padEnd(7)}${s(r.total, 12)}${s(r.start)}${s(r.steps)}${routes.padEnd(15)}${s(r.end)}${s(r.recordMs)}${(r.stateBytes / 1e6).toFixed(2)} MB`,
+      `${String(r.pairs).padEnd(7)}${s(r.record)}${s(r.start)}${s(r.steps)}${routes.padEnd(15)}${s(r.end)}${(r.stateBytes / 1e6).toFixed(2)} MB`,
     );
   }
 }

@@ -19,6 +19,7 @@
 // A failure leaves the ConfigMaps as they were (step 1 renders and validates
 // everything before it writes) or says that only the record step failed.
 import { isDeepStrictEqual } from "node:util";
+import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { listRoutedObjects, loadKubeConfig } from "../kube/client.js";
 import type { SyncRecord } from "../program/main.js";
 import {
@@ -282,6 +283,8 @@ export interface SyncOptions {
   log: (line: string) => void;
   /** How long to wait for a stack lock held by another update (see lock.ts). */
   lock?: Omit<LockWait, "log">;
+  /** Each event of the record's engine run, as the engine sends it (bench/record.ts times its steps). */
+  onEvent?: (event: EngineEvent) => void;
 }
 
 /**
@@ -299,7 +302,8 @@ export async function record(
   const program = async () => (await import("../program/main.js")).runProgram(sync);
   try {
     const engine = await stack.automation();
-    await whenUnlocked(() => engine.up({ target: state.map((r) => r.urn), color: "never", program }), {
+    const run = { target: state.map((r) => r.urn), color: "never" as const, program, onEvent: options.onEvent };
+    await whenUnlocked(() => engine.up(run), {
       ...options.lock,
       log: options.log,
     });

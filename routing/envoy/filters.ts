@@ -242,13 +242,13 @@ export function localRateLimit(perSecond: number, burst: number, statPrefix: str
 }
 
 /** The rate limit descriptor key whose value is the matched route's name (one bucket per route). */
-export const ROUTE_DESCRIPTOR = "route";
+const ROUTE_DESCRIPTOR = "route";
 
 /**
  * The most per-route buckets one rateLimitPerRoute config keeps (the least
  * recently used goes first): more routes than an xDS ConfigMap holds.
  */
-export const MAX_ROUTE_BUCKETS = 16384;
+const MAX_ROUTE_BUCKETS = 16384;
 
 /**
  * localRateLimit's limit for each route of a virtual host, from one config on

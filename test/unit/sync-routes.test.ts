@@ -432,6 +432,10 @@ describe("sync-routes: the record step", () => {
     expect(envVars).toEqual({ PULUMI_CONFIG_PASSPHRASE: "p" });
     expect(Object.keys(ups[0]!.env).filter((k) => k.startsWith("ENVOY_GATEWAYS"))).toEqual([]);
     expect(after).toBe(engine.inState);
+    // The engine's events go to whoever asked for them.
+    const onEvent = () => {};
+    await record(stack, state, sync, { log: () => {}, onEvent });
+    expect(ups[1]!.opts.onEvent).toBe(onEvent);
   });
 
   it("says that only the record failed, keeping the engine's error output", async () => {
