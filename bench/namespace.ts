@@ -198,7 +198,7 @@ async function run(clusters: string | undefined): Promise<string[]> {
     }
 
     report.push(
-      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 300ms; kubelet defaults; poll every ${POLL_MS} ms)`,
+      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 100ms; kubelet defaults; poll every ${POLL_MS} ms)`,
     );
     report.push(
       `watch's first sync: ${seconds(firstSync)}${background ? `; the background's route status written after ${seconds(statusSettled)}` : ""}; the watcher's steps:`,

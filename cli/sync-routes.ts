@@ -1,4 +1,4 @@
-// dist/sync-routes --stack <name> [--watch] [--debounce 300ms] [--lock-wait 15m]
+// dist/sync-routes --stack <name> [--watch] [--debounce 100ms] [--lock-wait 15m]
 // (compiled by `npm run build`; from source: npm run sync-routes -- ...)
 //
 // For CI, after it creates or deletes a dev/PR namespace: discover the
@@ -43,7 +43,7 @@ async function main(): Promise<number> {
       options: {
         stack: { type: "string" },
         watch: { type: "boolean" },
-        debounce: { type: "string", default: "300ms" },
+        debounce: { type: "string", default: "100ms" },
         "lock-wait": { type: "string", default: "15m" },
         "project-dir": { type: "string" },
         help: { type: "boolean" },

@@ -182,24 +182,27 @@ export async function annotatePods(
   } catch (e) {
     throw describeKubeError(kc, `listing pods labelled ${labelSelector} in ${namespace}`, e);
   }
-  let patched = 0;
-  for (const pod of pods.items) {
-    const name = pod.metadata?.name;
-    if (!name || pod.metadata?.deletionTimestamp) continue;
-    if (Object.entries(annotations).every(([k, v]) => pod.metadata?.annotations?.[k] === v)) continue;
+  const patch = async (name: string): Promise<number> => {
     try {
       await core.patchNamespacedPod(
         { name, namespace, body: { metadata: { annotations } } },
         withTimeout(k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch)),
       );
-      patched++;
+      return 1;
     } catch (e) {
       // A pod deleted meanwhile needs nothing; anything else is a failure.
-      if (e instanceof k8s.ApiException && e.code === 404) continue;
+      if (e instanceof k8s.ApiException && e.code === 404) return 0;
       throw describeKubeError(kc, `annotating pod ${namespace}/${name}`, e);
     }
-  }
-  return patched;
+  };
+  const names = pods.items.flatMap((pod) => {
+    const name = pod.metadata?.name;
+    if (!name || pod.metadata?.deletionTimestamp) return [];
+    return Object.entries(annotations).every(([k, v]) => pod.metadata?.annotations?.[k] === v) ? [] : [name];
+  });
+  // Every pod at once: each kubelet projects the ConfigMap as soon as its own pod is told.
+  const patched = await Promise.all(names.map(patch));
+  return patched.reduce((sum, n) => sum + n, 0);
 }
 
 /** An equality label selector for a set of labels ("a=b,c=d"). */

@@ -256,16 +256,19 @@ export async function writeLive(
   const changed = planned
     .filter((p) => written[p.state.name] !== p.digest)
     .map((p) => ({ ...p, rendered: validated(p.rendered) }));
-  for (const p of changed) {
-    try {
-      await writeRoutes(p.facts, now, { rendered: p.rendered });
-    } catch (e) {
-      throw new Error(
-        `writing the routes of ${p.facts.gateway} failed; its ConfigMap keeps its content: ${(e as Error).message}`,
-        { cause: e },
-      );
-    }
-  }
+  // The gateways' ConfigMaps are written at once, side by side: one does not wait for the other's request.
+  const writes = await Promise.allSettled(changed.map((p) => writeRoutes(p.facts, now, { rendered: p.rendered })));
+  const failed = changed.flatMap((p, i) => {
+    const w = writes[i]!;
+    return w.status === "rejected" ? [{ gateway: p.facts.gateway, error: w.reason as Error }] : [];
+  });
+  if (failed.length > 0)
+    throw new Error(
+      failed
+        .map((f) => `writing the routes of ${f.gateway} failed; its ConfigMap keeps its content: ${f.error.message}`)
+        .join("\n"),
+      { cause: failed[0]!.error },
+    );
   return syncRecord(planned, devNamespaces, now);
 }
 

@@ -1,9 +1,10 @@
 // sync-routes --watch: one warm process that follows the routed namespaces
 // and their Services (client-node informers, whose caches answer discovery
 // without a request) and keeps the routes in step:
-//  - live: after each burst of changes (quiet for the debounce time) it
-//    renders what the routes resources would be given and writes each
-//    ConfigMap whose files change (sync.ts, step 1), within about a second;
+//  - live: the debounce time after the first change not yet written (later
+//    changes join it) it renders what the routes resources would be given
+//    and writes each ConfigMap whose files change (sync.ts, step 1), in
+//    parallel, within about a second;
 //  - record: an engine run records the latest write in state (sync.ts, step
 //    2: the program runs inline, given what was discovered and written), one
 //    at a time; changes that arrive while it runs, or while it waits for the
@@ -47,7 +48,7 @@ import type { StatusWritten } from "../kube/route-status.js";
 import type { RoutesView } from "../routing/routes-view.js";
 
 export interface WatchOptions {
-  /** Quiet time after a change before writing. */
+  /** How long after a change the write starts; changes meanwhile join it. */
   debounceMs: number;
   /** Re-render this often while a traffic shift moves its weights. */
   resyncMs?: number;
@@ -102,10 +103,18 @@ export function watchRoutes(
     firstSeen ??= Date.now();
     if (!reasons.includes(why)) reasons.push(why);
   };
+  /** When the pending timer fires. */
+  let debounceDue = 0;
+  // The quiet time counts from the first change not written yet: later
+  // changes join that write instead of putting it off, so a steady stream of
+  // changes (a script creating hundreds of namespaces) is written as it goes.
   const schedule = (why: string, delayMs = options.debounceMs) => {
     if (stopping) return;
     noteChange(why);
+    const due = Date.now() + delayMs;
+    if (debounce !== undefined && debounceDue <= due) return;
     clearTimeout(debounce);
+    debounceDue = due;
     debounce = setTimeout(() => {
       debounce = undefined;
       liveRunner.request();

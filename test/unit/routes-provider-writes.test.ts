@@ -12,11 +12,13 @@ import {
   readRoutes,
   removeRoutes,
   renderRoutes,
+  routesInputs,
   RoutesInputError,
   writeRoutes,
   type RoutesFacts,
 } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
+import { plan, writeLive } from "../../route-sync/sync.js";
 import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, ROOT, shiftedService, stackConfig } from "./fixtures.js";
 import { tempDir } from "./temp-dir.js";
@@ -33,6 +35,8 @@ const cluster = vi.hoisted(() => ({
   }[],
   annotated: [] as { namespace: string; selector: string; annotations: Record<string, string> }[],
   annotateFails: undefined as string | undefined,
+  /** Each read and write, in the order they were asked for. */
+  calls: [] as string[],
 }));
 
 vi.mock("../../kube/client.js", async (importOriginal) => ({
@@ -42,6 +46,7 @@ vi.mock("../../kube/client.js", async (importOriginal) => ({
     return { fake: true };
   },
   readConfigMap: async (_kc: unknown, namespace: string, name: string) => {
+    cluster.calls.push(`read ${namespace}/${name}`);
     const cm = cluster.configMaps.get(`${namespace}/${name}`);
     return cm && structuredClone(cm);
   },
@@ -54,6 +59,7 @@ vi.mock("../../kube/client.js", async (importOriginal) => ({
     annotations: Record<string, string>,
   ) => {
     const where = `${namespace}/${name}`;
+    cluster.calls.push(`write ${where}`);
     const cm = cluster.configMaps.get(where)!;
     if (cm.resourceVersion !== resourceVersion)
       throw new Error(`writing ConfigMap ${where}: someone else changed it since it was read (409 Conflict)`);
@@ -101,6 +107,7 @@ beforeEach(() => {
   cluster.applied.length = 0;
   cluster.annotated.length = 0;
   cluster.annotateFails = undefined;
+  cluster.calls.length = 0;
 });
 
 describe("create and update", () => {
@@ -243,6 +250,44 @@ describe("create and update", () => {
     // Without what a sync wrote, the same facts are written (a `pulumi up` repairs anything).
     await writeRoutes(facts({ devNamespaces: {} }));
     expect(cluster.applied).toHaveLength(2);
+  });
+});
+
+describe("sync-routes' live write (route-sync/sync.ts writeLive)", () => {
+  const sync = { config: stackConfig("dev") };
+  const stateOf = (gateway: "gateway" | "internal-gateway") => ({
+    urn: `u-${gateway}`,
+    name: `${gateway}-routes`,
+    outputs: {
+      ...routesInputs({ gateway, namespace: "default", configMap: `${gateway}-xds` }, sync.config, {}),
+      routes: {},
+      dataDigest: "",
+      renderedAt: "",
+    },
+  });
+  const planned = () => plan([stateOf("gateway"), stateOf("internal-gateway")], sync, dev, at);
+
+  it("writes both gateways' ConfigMaps side by side, neither waiting for the other's write", async () => {
+    cluster.configMaps.set("default/internal-gateway-xds", created());
+    await writeLive(planned(), dev, at);
+    expect(cluster.calls).toEqual([
+      "read default/gateway-xds",
+      "read default/internal-gateway-xds",
+      "write default/gateway-xds",
+      "write default/internal-gateway-xds",
+    ]);
+  });
+
+  it("names every gateway whose write failed, and only those", async () => {
+    await expect(writeLive(planned(), dev, at)).rejects.toThrow(
+      /^writing the routes of internal-gateway failed; its ConfigMap keeps its content: ConfigMap default\/internal-gateway-xds does not exist/,
+    );
+    expect(cluster.applied.map((a) => a.where)).toEqual(["default/gateway-xds"]);
+    cluster.configMaps.clear();
+    const both = writeLive(planned(), dev, at);
+    await expect(both).rejects.toThrow(
+      /^writing the routes of gateway failed; .*gateway-xds does not exist.*\nwriting the routes of internal-gateway failed; .*internal-gateway-xds does not exist/,
+    );
   });
 });
 

@@ -321,21 +321,48 @@ describe("sync-routes --watch", () => {
     ]);
   });
 
-  it("writes a burst of changes once, after the debounce time, then records it", async () => {
+  it("writes a burst of changes once, the debounce time after its first change, then records it", async () => {
     change("namespace pr-1 added", "d1");
     await tick(100);
     change("service pr-1/batch added", "d1");
-    await tick(299);
+    await tick(199);
     expect(h.writes).toEqual([]);
     await tick(1);
     expect(h.writes, out()).toEqual(["d1"]);
     expect(out()).toMatch(
-      /\+ a route\nroutes live 0\.4s after the change was seen \(namespace pr-1 added, service pr-1\/batch added; render \d+ ms, write \d+ ms\): 1 added, 0 removed, 0 changed/,
+      /\+ a route\nroutes live 0\.3s after the change was seen \(namespace pr-1 added, service pr-1\/batch added; render \d+ ms, write \d+ ms\): 1 added, 0 removed, 0 changed/,
     );
     expect(h.records.map((r) => r.digest)).toEqual(["d1"]);
     h.records[0]!.resolve();
     await tick();
     expect(out()).toMatch(/recorded in the stack's state \([\d.]+s\): every route written so far/);
+  });
+
+  it("writes a steady stream of changes as it goes, not once it stops", async () => {
+    // A change every 100 ms for 1.2 s (a script creating namespaces one after another).
+    for (let i = 1; i <= 12; i++) {
+      change(`namespace pr-${i} added`, `d${i}`);
+      await tick(100);
+    }
+    expect(h.writes).toEqual(["d3", "d6", "d9", "d12"]);
+  });
+
+  it("writes at once what must not wait (a moving traffic shift), even while a debounce is pending", async () => {
+    watcher.stop();
+    await tick();
+    watcher = watchRoutes(
+      {} as ProjectStack,
+      { sync: sync as unknown as SyncConfig, state },
+      { debounceMs: 60_000, resyncMs: 10_000, log: (l) => lines.push(l) },
+    );
+    await tick();
+    h.shifting = true;
+    change("service pr-1/web changed", "d1");
+    await tick(9_999);
+    expect(h.writes).toEqual([]);
+    // The ticker, at 10 s, asks for a step at once (a timer of 0, which runs 1 ms later).
+    await tick(2);
+    expect(h.writes, out()).toEqual(["d1"]);
   });
 
   it("records routes the ConfigMaps already hold but the state does not, without writing them", async () => {
