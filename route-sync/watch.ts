@@ -24,6 +24,7 @@ import { InputError, formatProblem } from "../routing/config/errors.js";
 import { routedDevNamespaces } from "../routing/capacity.js";
 import { ROUTED_SERVICE_SELECTOR } from "../routing/discovery.js";
 import { ROUTE_STATUS_ANNOTATION } from "../routing/labels.js";
+import { withLatestStatus } from "../routing/route-status.js";
 import type { SyncRecord } from "../program/main.js";
 import { engineErrorLines, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 import {
@@ -171,7 +172,16 @@ export function watchRoutes(
     const changed = planned.filter((p) => written[p.state.name] !== p.digest);
     // After any write: the routes are live when the Services say so.
     const status = () => {
-      pendingStatus = () => writeStatus(sync, { ...listed, found }, planned, now, reported);
+      // Compared with the Services' annotations as the cache holds them when it runs, not as listed:
+      // a long status write still going (5,000 Services the first time) is then not done twice.
+      pendingStatus = () =>
+        writeStatus(
+          sync,
+          { ...listed, services: withLatestStatus(listed.services, objects.services()), found },
+          planned,
+          now,
+          reported,
+        );
       statusRunner.request();
     };
     if (changed.length === 0) {

@@ -46,6 +46,30 @@ export interface StatusFacts {
   routes: Partial<Record<GatewayName, RoutesView>>;
 }
 
+/**
+ * The Services a sync listed, each with the route status annotation that
+ * `latest` (the same Services as read since) holds. A watcher's status write
+ * runs after the write before it, which may have taken a minute at thousands
+ * of Services: what that one wrote is then not written again.
+ */
+export function withLatestStatus(listed: readonly ServiceObject[], latest: readonly ServiceObject[]): ServiceObject[] {
+  const key = (s: ServiceObject) => `${s.metadata?.namespace}/${s.metadata?.name}`;
+  const now = new Map(latest.map((s) => [key(s), s.metadata?.annotations?.[ROUTE_STATUS_ANNOTATION]]));
+  return listed.map((s) => {
+    const annotations = s.metadata?.annotations ?? {};
+    if (!now.has(key(s)) || now.get(key(s)) === annotations[ROUTE_STATUS_ANNOTATION]) return s;
+    const { [ROUTE_STATUS_ANNOTATION]: _, ...others } = annotations;
+    const status = now.get(key(s));
+    return {
+      ...s,
+      metadata: {
+        ...s.metadata,
+        annotations: status === undefined ? others : { ...others, [ROUTE_STATUS_ANNOTATION]: status },
+      },
+    };
+  });
+}
+
 /** Every Service and namespace whose route status does not say what it should yet. */
 export function routeStatusChanges(facts: StatusFacts): StatusChange[] {
   const problems = problemsByObject(facts.found.problems);

@@ -8,7 +8,7 @@ import { routingConfig } from "../../routing/config/schema.js";
 import { discoverRoutes, type NamespaceObject, type ServiceObject } from "../../routing/discovery.js";
 import { ROUTE_STATUS_ANNOTATION, routingLabels } from "../../routing/labels.js";
 import { configMapBytes, translateXdsFiles } from "../../routing/render.js";
-import { routeStatusChanges, type StatusFacts } from "../../routing/route-status.js";
+import { routeStatusChanges, withLatestStatus, type StatusFacts } from "../../routing/route-status.js";
 import { routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { stackConfig } from "./fixtures.js";
@@ -226,6 +226,43 @@ describe("route status: what discovery lists", () => {
     });
     expect(changes.map((c) => [c.object.name, c.object.uid])).toEqual([["batch", undefined]]);
     expect(changes[0]!.annotation).toMatch(/^https:/);
+  });
+});
+
+describe("route status: the Services as a watcher's status write finds them", () => {
+  it("take the route status annotation the latest read holds, set or gone, and keep everything else as listed", () => {
+    const listed = [
+      svc("pr-1", "batch", routed("batch"), { keep: "x" }),
+      svc("pr-1", "api", routed("api"), { [ROUTE_STATUS_ANNOTATION]: "old", keep: "y" }),
+      svc("pr-2", "web", routed("web"), { [ROUTE_STATUS_ANNOTATION]: "same" }),
+      svc("pr-3", "gone", routed("gone"), { [ROUTE_STATUS_ANNOTATION]: "as listed" }),
+    ];
+    const latest = [
+      svc("pr-1", "batch", { changed: "labels" }, { [ROUTE_STATUS_ANNOTATION]: "served at A" }),
+      svc("pr-1", "api", routed("api"), {}),
+      svc("pr-2", "web", routed("web"), { [ROUTE_STATUS_ANNOTATION]: "same" }),
+    ];
+    const found = withLatestStatus(listed, latest);
+    expect(found.map((s) => s.metadata?.annotations)).toEqual([
+      { keep: "x", [ROUTE_STATUS_ANNOTATION]: "served at A" },
+      { keep: "y" },
+      { [ROUTE_STATUS_ANNOTATION]: "same" },
+      { [ROUTE_STATUS_ANNOTATION]: "as listed" },
+    ]);
+    // Only the annotation comes from the latest read: the labels are what the step routed.
+    expect(found[0]!.metadata?.labels).toEqual(routed("batch"));
+    // Unchanged Services are the listed objects themselves.
+    expect(found[2]).toBe(listed[2]);
+    expect(found[3]).toBe(listed[3]);
+    // A status write over the listed Services then leaves alone what the latest read already says.
+    const f = facts([ns("pr-1")], [listed[0]!]);
+    const wanted = routeStatusChanges(f)[0]!.annotation!;
+    expect(wanted).toMatch(/^https:/);
+    const written = withLatestStatus(
+      [listed[0]!],
+      [svc("pr-1", "batch", routed("batch"), { [ROUTE_STATUS_ANNOTATION]: wanted })],
+    );
+    expect(routeStatusChanges({ ...f, services: written })).toEqual([]);
   });
 });
 

@@ -5,6 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WatchCallbacks } from "../../kube/watch.js";
 import { InputError } from "../../routing/config/errors.js";
+import type { ServiceObject } from "../../routing/discovery.js";
+import { ROUTE_STATUS_ANNOTATION } from "../../routing/labels.js";
 import type { SyncRecord } from "../../program/main.js";
 import type { ProjectStack, RoutesResourceState } from "../../route-sync/stack.js";
 import type { SyncConfig } from "../../route-sync/sync.js";
@@ -29,6 +31,9 @@ const h = vi.hoisted(() => ({
   statusGate: undefined as Promise<void> | undefined,
   /** Route status writes started. */
   statusWrites: 0,
+  /** The Services the informer cache holds now, and those each route status write compared with, as it started. */
+  services: [] as ServiceObject[],
+  statusCompared: [] as ServiceObject[][],
   /** What a route status write throws, if set. */
   statusError: undefined as Error | undefined,
   /** When set, each live write waits for it. */
@@ -51,7 +56,7 @@ vi.mock("../../kube/watch.js", () => ({
       synced: Promise.resolve(),
       ready: () => true,
       namespaces: () => [],
-      services: () => [],
+      services: () => h.services,
       stop: async () => {
         h.watchStopped = true;
       },
@@ -71,8 +76,9 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
   syncRecord: (await importOriginal<typeof import("../../route-sync/sync.js")>()).syncRecord,
   statusLines: (await importOriginal<typeof import("../../route-sync/sync.js")>()).statusLines,
   // The route status of an empty cluster: nothing to write (test/e2e/routes.test.ts writes it on a real one).
-  writeStatus: async () => {
+  writeStatus: async (_sync: unknown, listed: { services: ServiceObject[] }) => {
     h.statusWrites++;
+    h.statusCompared.push(listed.services);
     await h.statusGate;
     if (h.statusError) throw h.statusError;
     return h.status;
@@ -139,6 +145,8 @@ describe("sync-routes --watch", () => {
       status: { annotated: 0, events: 0, failures: [] },
       statusGate: undefined,
       statusWrites: 0,
+      services: [],
+      statusCompared: [],
       statusError: undefined,
       writeGate: undefined,
       shifting: false,
@@ -262,6 +270,24 @@ describe("sync-routes --watch", () => {
       "route status: 5000 Service annotations written, 5000 Events created",
       "route status: 5000 Service annotations written, 5000 Events created",
     ]);
+  });
+
+  it("compares the route status with the Services' annotations as they are when its write starts, not as its step listed them", async () => {
+    const service = (status?: string): ServiceObject => ({
+      metadata: { namespace: "pr-1", name: "web", annotations: status ? { [ROUTE_STATUS_ANNOTATION]: status } : {} },
+    });
+    let release!: () => void;
+    h.statusGate = new Promise((r) => (release = r));
+    h.services = [service()];
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    // The first write (still going) annotated pr-1/web, and the cache has it; the second step listed it before.
+    h.services = [service("served at https://dev.example.org/pr-1/web/")];
+    release();
+    await tick();
+    expect(h.statusCompared.slice(-2)).toEqual([[service()], [service("served at https://dev.example.org/pr-1/web/")]]);
   });
 
   it("retries a route status write that threw, until it is written", async () => {
