@@ -12,7 +12,8 @@
 // status of what it found (an annotation on every routed Service) written.
 //
 // Each time is split into "ConfigMap" (until the gateway's xDS ConfigMap holds,
-// or no longer holds, the route: discovery and sync-routes) and the rest
+// or no longer holds, the route, as a watch on it sees: discovery and
+// sync-routes) and the rest
 // (the kubelet projecting the ConfigMap into the pod with its default
 // settings, Envoy's reload, DNS). Prints each namespace and p50/max.
 //
@@ -21,14 +22,20 @@
 // one more among N; --clusters sets devNamespaces.clusters on the dev stack
 // (per-service or on-demand; both, comma-separated, run one after the other
 // on a fresh cluster each, in one run). It also prints the watcher's first sync and its
-// records (the engine run that writes the routes into the state).
+// records (the engine run that writes the routes into the state), and what
+// used the cores while the namespaces were timed (CPU seconds by process,
+// from /proc: the watcher with the engine runs it started, the API server,
+// the gateways' Envoys ...).
 //
 //   npx tsx bench/namespace.ts [--namespaces 5] [--background 0] [--clusters per-service,on-demand]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
+import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
 import { spawn } from "node:child_process";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { cpuTimes } from "./cpu.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
 import { repoRoot } from "../test/support/components.js";
 import { GatewayClient } from "../test/support/gateway-client.js";
@@ -65,7 +72,7 @@ for (const l of values.clusters === undefined ? [] : layouts)
 const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";
 const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
 
-const POLL_MS = 200;
+const POLL_MS = 100;
 const LIMIT_MS = 300_000;
 
 interface Timing {
@@ -79,6 +86,33 @@ interface Timing {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
+/**
+ * What used the cores between two cpuTimes() samples `wallMs` apart, the
+ * largest first: by process name, the watcher and this script by role.
+ */
+function cpuUse(
+  before: ReturnType<typeof cpuTimes>,
+  after: ReturnType<typeof cpuTimes>,
+  wallMs: number,
+  roles: Record<number, string>,
+): string {
+  const used = new Map<string, number>();
+  const add = (label: string, seconds: number) => used.set(label, (used.get(label) ?? 0) + seconds);
+  for (const [pid, t] of after) {
+    const was = before.get(pid) ?? { own: 0, children: 0 };
+    const role = roles[pid];
+    if (role === undefined) add(t.name, t.own + t.children - was.own - was.children);
+    else {
+      add(role, t.own - was.own);
+      add(`${role}'s child processes`, t.children - was.children);
+    }
+  }
+  const capacity = (wallMs / 1000) * availableParallelism();
+  const busy = [...used.values()].reduce((a, b) => a + b, 0);
+  const top = [...used].sort((a, b) => b[1] - a[1]).slice(0, 8);
+  return `CPU while the namespaces were timed (${seconds(wallMs)} on ${availableParallelism()} cores, ${Math.round((busy / capacity) * 100)} % busy): ${top.map(([label, s]) => `${label} ${s.toFixed(1)} s (${Math.round((s / capacity) * 100)} %)`).join(", ")}`;
+}
+
 /** One layout (undefined: the dev stack's) on a fresh local cluster: the report's lines. */
 async function run(clusters: string | undefined): Promise<string[]> {
   const report: string[] = [];
@@ -86,6 +120,7 @@ async function run(clusters: string | undefined): Promise<string[]> {
   let stack: ProgramStack | undefined;
   let gateway: GatewayClient | undefined;
   let watch: ReturnType<typeof spawn> | undefined;
+  let configMapWatch: AbortController | undefined;
   try {
     stack = await ProgramStack.create(cluster, { from: "dev", stack: "bench" });
     if (clusters) await stack.ws.ok(["config", "set", "--path", CLUSTERS_KEY, clusters]);
@@ -93,7 +128,6 @@ async function run(clusters: string | undefined): Promise<string[]> {
     await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
     gateway = await GatewayClient.start(cluster, "gateway");
     const w = new Workloads(cluster);
-    const core = stack.core();
     const devHost = `internal.${stack.config.domain}`;
     // The background: routed namespaces of 10 Services without pods or a selector: only the
     // routes count (with a selector, kube-controller-manager's backlog of their EndpointSlices
@@ -137,13 +171,27 @@ async function run(clusters: string | undefined): Promise<string[]> {
       );
     const statusSettled = performance.now() - watchStarted;
 
-    const rds = async () =>
-      (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: stack!.config.namespace })).data?.[
-        "rds.yaml"
-      ] ?? "";
+    // The ConfigMap's versions as the API server sends them (a watch, not a read of its 0.7 MB every
+    // few hundred ms, which would load the cores it measures), each with the instant it came.
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const versions: { at: number; rds: string }[] = [];
+    configMapWatch = await new Watch(kc).watch(
+      `/api/v1/namespaces/${stack.config.namespace}/configmaps`,
+      { fieldSelector: "metadata.name=gateway-xds" },
+      (_type: string, cm: V1ConfigMap) => versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
+      () => {},
+    );
+    /** When the first version since `since` came that `holds`: the ConfigMap's own instant, not a poll's. */
+    const heldAt = (what: string, since: number, holds: (rds: string) => boolean) =>
+      until(what, LIMIT_MS, async () => versions.find((v) => v.at >= since && holds(v.rds))?.at, undefined, 20).finally(
+        () => versions.splice(0, versions.length - 1),
+      );
     const status = async (path: string) =>
       (await gateway!.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } })).status;
     const timings: Timing[] = [];
+    const cpuBefore = cpuTimes();
+    const timedFrom = performance.now();
     for (let i = 0; i < count; i++) {
       const ns = `pr-bench-${i}`;
       const route = `"path_separated_prefix":"/${ns}/app"`;
@@ -155,14 +203,8 @@ async function run(clusters: string | undefined): Promise<string[]> {
       const added = performance.now();
       await w.labelNamespace(ns);
       await w.createRoutedService(ns, { name: "app" });
-      await until(
-        `${ns}'s route in the ConfigMap`,
-        LIMIT_MS,
-        async () => (await rds()).includes(route) || undefined,
-        undefined,
-        POLL_MS,
-      );
-      const addConfigMap = performance.now() - added;
+      const addConfigMap =
+        (await heldAt(`${ns}'s route in the ConfigMap`, added, (rds) => rds.includes(route))) - added;
       await until(
         `${ns}'s route to answer 200`,
         LIMIT_MS,
@@ -174,14 +216,8 @@ async function run(clusters: string | undefined): Promise<string[]> {
 
       const removed = performance.now();
       await w.deleteNamespace(ns);
-      await until(
-        `${ns}'s route to leave the ConfigMap`,
-        LIMIT_MS,
-        async () => !(await rds()).includes(route) || undefined,
-        undefined,
-        POLL_MS,
-      );
-      const removeConfigMap = performance.now() - removed;
+      const removeConfigMap =
+        (await heldAt(`${ns}'s route to leave the ConfigMap`, removed, (rds) => !rds.includes(route))) - removed;
       await until(
         `${ns}'s route to answer 404`,
         LIMIT_MS,
@@ -196,6 +232,10 @@ async function run(clusters: string | undefined): Promise<string[]> {
       );
       await w.waitNamespaceGone(ns);
     }
+    const cpu = cpuUse(cpuBefore, cpuTimes(), performance.now() - timedFrom, {
+      [watch.pid!]: "sync-routes --watch",
+      [process.pid]: "this script (polling)",
+    });
 
     report.push(
       `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 100ms; kubelet defaults; poll every ${POLL_MS} ms)`,
@@ -205,8 +245,7 @@ async function run(clusters: string | undefined): Promise<string[]> {
     );
     for (const line of out
       .split("\n")
-      .filter((l) => /recorded in the stack's state|routes live .* after|route status: /.test(l))
-      .slice(0, 8))
+      .filter((l) => /recorded in the stack's state|routes live .* after|route status: /.test(l)))
       report.push(`  ${line}`);
     report.push("");
     report.push("namespace      first 200  (ConfigMap)   404 after  (ConfigMap)");
@@ -222,7 +261,9 @@ async function run(clusters: string | undefined): Promise<string[]> {
     report.push(
       `${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`,
     );
+    report.push(cpu);
   } finally {
+    configMapWatch?.abort();
     // npm does not pass SIGTERM on to the script: signal its whole process group (its own, detached).
     const group = (signal: NodeJS.Signals) => {
       try {

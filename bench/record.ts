@@ -6,7 +6,9 @@
 // 10 Services) as sync-routes does, and records it with route-sync/sync.ts
 // `record`, as a sync-routes run does (its own stack handle: the stack
 // selected, the program loaded, the engine run, the state read back), timed
-// whole ("record") and from the engine's events:
+// whole ("record"), by the CPU it used ("cpu": this process's and that of
+// the processes it started and reaped, the engine and its plugins) and from
+// the engine's events:
 //
 //   start         until the engine's first event (the stack selected, the
 //                 CLI and its plugins started)
@@ -27,6 +29,7 @@ import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { plan, record, writeLive } from "../route-sync/sync.js";
 import { ProjectStack, routesInState, stackConfigOf } from "../route-sync/stack.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
+import { cpuSeconds } from "./cpu.js";
 import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
 import { ProgramStack } from "../test/support/program.js";
 
@@ -43,6 +46,8 @@ interface Row {
   pairs: number;
   /** `record` as a sync-routes run calls it, in milliseconds. */
   record: number;
+  /** The CPU seconds it used: this process's and those of the processes it started (the engine, its plugins). */
+  cpu: number;
   /** Its engine run, from the engine's events. */
   start: number;
   steps: number;
@@ -60,11 +65,14 @@ async function recordSync(stack: ProjectStack, pairs: number): Promise<Omit<Row,
   const written = await writeLive(plan(state, sync, devNamespaces, now), devNamespaces, now, inState);
   const events: { at: number; event: EngineEvent }[] = [];
   const t0 = Date.now();
+  const before = cpuSeconds("self")!;
   await record(stack, state, written, {
     log: (line) => console.error(line),
     onEvent: (event) => events.push({ at: Date.now(), event }),
   });
   const total = Date.now() - t0;
+  const after = cpuSeconds("self")!;
+  const cpu = after.own + after.children - before.own - before.children;
   const first = events[0]?.at ?? t0;
   const done = events.filter((e) => e.event.resOutputsEvent);
   const lastStep = done.at(-1)?.at ?? first;
@@ -76,7 +84,7 @@ async function recordSync(stack: ProjectStack, pairs: number): Promise<Omit<Row,
       const out = done.find((o) => o.event.resOutputsEvent!.metadata.urn === urn);
       return out ? out.at - e.at : NaN;
     });
-  return { pairs, record: total, start: first - t0, steps: lastStep - first, routes, end: engineEnd - lastStep };
+  return { pairs, record: total, cpu, start: first - t0, steps: lastStep - first, routes, end: engineEnd - lastStep };
 }
 
 async function main(): Promise<void> {
@@ -101,12 +109,12 @@ async function main(): Promise<void> {
   }
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`.padEnd(9);
   console.log(
-    `${"pairs".padEnd(7)}${"record".padEnd(9)}${"start".padEnd(9)}${"steps".padEnd(9)}${"routes steps".padEnd(15)}${"end".padEnd(9)}state`,
+    `${"pairs".padEnd(7)}${"record".padEnd(9)}${"cpu".padEnd(9)}${"start".padEnd(9)}${"steps".padEnd(9)}${"routes steps".padEnd(15)}${"end".padEnd(9)}state`,
   );
   for (const r of rows) {
     const routes = r.routes.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(" + ");
     console.log(
-      `${String(r.pairs).padEnd(7)}${s(r.record)}${s(r.start)}${s(r.steps)}${routes.padEnd(15)}${s(r.end)}${(r.stateBytes / 1e6).toFixed(2)} MB`,
+      `${String(r.pairs).padEnd(7)}${s(r.record)}${s(r.cpu * 1000)}${s(r.start)}${s(r.steps)}${routes.padEnd(15)}${s(r.end)}${(r.stateBytes / 1e6).toFixed(2)} MB`,
     );
   }
 }
