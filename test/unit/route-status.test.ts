@@ -236,18 +236,24 @@ describe("route status: the Services as a watcher's status write finds them", ()
       svc("pr-1", "api", routed("api"), { [ROUTE_STATUS_ANNOTATION]: "old", keep: "y" }),
       svc("pr-2", "web", routed("web"), { [ROUTE_STATUS_ANNOTATION]: "same" }),
       svc("pr-3", "gone", routed("gone"), { [ROUTE_STATUS_ANNOTATION]: "as listed" }),
+      { metadata: { namespace: "pr-4", name: "bare" } },
+      {},
     ];
     const latest = [
       svc("pr-1", "batch", { changed: "labels" }, { [ROUTE_STATUS_ANNOTATION]: "served at A" }),
       svc("pr-1", "api", routed("api"), {}),
       svc("pr-2", "web", routed("web"), { [ROUTE_STATUS_ANNOTATION]: "same" }),
+      { metadata: { namespace: "pr-4", name: "bare" } },
+      {},
     ];
     const found = withLatestStatus(listed, latest);
-    expect(found.map((s) => s.metadata?.annotations)).toEqual([
+    expect(found.map((s) => s.metadata?.annotations)).toStrictEqual([
       { keep: "x", [ROUTE_STATUS_ANNOTATION]: "served at A" },
       { keep: "y" },
       { [ROUTE_STATUS_ANNOTATION]: "same" },
       { [ROUTE_STATUS_ANNOTATION]: "as listed" },
+      undefined,
+      undefined,
     ]);
     // Only the annotation comes from the latest read: the labels are what the step routed.
     expect(found[0]!.metadata?.labels).toEqual(routed("batch"));

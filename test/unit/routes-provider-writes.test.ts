@@ -278,6 +278,14 @@ describe("sync-routes' live write (route-sync/sync.ts writeLive)", () => {
     ]);
   });
 
+  it("writes what was planned and rendered, not a render of its own", async () => {
+    cluster.configMaps.set("default/internal-gateway-xds", created());
+    const [gateway, internal] = planned();
+    const productionOnly = plan([stateOf("gateway")], sync, {}, at)[0]!;
+    await writeLive([{ ...gateway!, rendered: productionOnly.rendered }, internal!], dev, at);
+    expect(cluster.configMaps.get("default/gateway-xds")!.data).toEqual(productionOnly.rendered.files.xds);
+  });
+
   it("names every gateway whose write failed, and only those", async () => {
     await expect(writeLive(planned(), dev, at)).rejects.toThrow(
       /^writing the routes of internal-gateway failed; its ConfigMap keeps its content: ConfigMap default\/internal-gateway-xds does not exist/,
@@ -285,6 +293,9 @@ describe("sync-routes' live write (route-sync/sync.ts writeLive)", () => {
     expect(cluster.applied.map((a) => a.where)).toEqual(["default/gateway-xds"]);
     cluster.configMaps.clear();
     const both = writeLive(planned(), dev, at);
+    await expect(both).rejects.toMatchObject({
+      cause: { message: expect.stringMatching(/^ConfigMap default\/gateway-xds does not exist/) },
+    });
     await expect(both).rejects.toThrow(
       /^writing the routes of gateway failed; .*gateway-xds does not exist.*\nwriting the routes of internal-gateway failed; .*internal-gateway-xds does not exist/,
     );

@@ -389,6 +389,11 @@ describe("sync-routes --watch", () => {
     // The ticker, at 10 s, asks for a step at once (a timer of 0, which runs 1 ms later).
     await tick(2);
     expect(h.writes, out()).toEqual(["d1"]);
+    // The 60 s timer it replaced is gone: nothing runs when it would have.
+    h.shifting = false;
+    h.digest = "d2";
+    await tick(60_000);
+    expect(h.writes).toEqual(["d1"]);
   });
 
   it("records routes the ConfigMaps already hold but the state does not, without writing them", async () => {
@@ -533,6 +538,9 @@ describe("sync-routes --watch", () => {
     await tick();
     expect(stopped).toBe(true);
     expect(lines.at(-1)).toMatch(/every route written so far$/);
+    // A change the informers still report on the way out starts no timer that keeps the process up.
+    change("namespace pr-2 added", "d2");
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it("drops a record retry that waits when stopped, and says the routes are not recorded", async () => {
