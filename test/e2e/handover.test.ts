@@ -14,6 +14,7 @@ import { repoRoot } from "../support/components.js";
 import { parsedLocalStackConfig } from "../support/local-stack.js";
 import { deployOldWorld, type OldWorld } from "../support/old-world.js";
 import { ProgramStack } from "../support/program.js";
+import { killWithDescendants } from "../harness/processes.js";
 import { until, Workloads } from "../support/workloads.js";
 
 const cluster = inject("cluster");
@@ -81,16 +82,16 @@ function adoptKilledAt(step: string): Promise<string> {
 const CREATED_NOT_RECORDED =
   /Deployment\s+gateway\s+creating \(\d+s\) (Waiting for app ReplicaSet|warning: \[MinimumReplicasUnavailable\])/;
 
-/** Runs `pulumi up` and SIGKILLs it as soon as its output matches `at`; its output. */
+/** Runs `pulumi up` and SIGKILLs it (and its plugins) as soon as its output matches `at`; its output. */
 function upKilledAt(at: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = stack.ws.spawn(["up", "--yes", "--skip-preview"]);
     child.stdin.end();
     let out = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
+    const timer = setTimeout(() => killWithDescendants(child.pid!), 300_000);
     const take = (d: Buffer) => {
       out += d.toString();
-      if (at.test(out)) child.kill("SIGKILL");
+      if (at.test(out)) killWithDescendants(child.pid!);
     };
     child.stdout.on("data", take);
     child.stderr.on("data", take);

@@ -4,9 +4,10 @@
 // it, and tsx SIGKILLs a child that does not acknowledge it within 30 ms), the
 // record step in progress (an engine run, with its pulumi processes) finishes
 // first, and then the process and every process it started are gone.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { descendants, proc, type Proc } from "../harness/processes.js";
 import { repoRoot } from "../support/components.js";
 import { ProgramStack, routedServiceBody } from "../support/program.js";
 
@@ -22,48 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.dispose();
 });
-
-/** A process as /proc shows it: its parent, and its start time (so that a reused pid is not taken for it). */
-interface Proc {
-  pid: number;
-  ppid: number;
-  start: string;
-  command: string;
-}
-
-function proc(pid: number): Proc | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] === "Z") return undefined; // exited, not yet reaped: gone for this test's purpose
-    const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
-    return { pid, ppid: Number(fields[1]), start: fields[19]!, command };
-  } catch {
-    return undefined; // gone between the listing and the read
-  }
-}
-
-/** Every live process descended from `root`. */
-function descendants(root: number): Proc[] {
-  const all = readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .map((d) => proc(Number(d)))
-    .filter((p): p is Proc => p !== undefined);
-  const found: Proc[] = [];
-  const parents = new Set([root]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const p of all) {
-      if (parents.has(p.ppid) && !parents.has(p.pid)) {
-        parents.add(p.pid);
-        found.push(p);
-        grew = true;
-      }
-    }
-  }
-  return found;
-}
 
 const alive = (p: Proc) => proc(p.pid)?.start === p.start;
 

@@ -3,7 +3,7 @@
 // (SIGTERM, then SIGKILL after a bounded wait). Every group still running
 // when this Node process exits is killed, so a failed test leaves nothing behind.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from "node:fs";
 
 export interface ManagedProcess {
   name: string;
@@ -144,5 +144,62 @@ export async function waitFor<T>(
       );
     }
     await sleep(intervalMs);
+  }
+}
+
+/** A process as /proc shows it: its parent, and its start time (so that a reused pid is not taken for it). */
+export interface Proc {
+  pid: number;
+  ppid: number;
+  start: string;
+  command: string;
+}
+
+export function proc(pid: number): Proc | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[0] === "Z") return undefined; // exited, not yet reaped: gone for this test's purpose
+    const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+    return { pid, ppid: Number(fields[1]), start: fields[19]!, command };
+  } catch {
+    return undefined; // gone between the listing and the read
+  }
+}
+
+/** Every live process descended from `root`. */
+export function descendants(root: number): Proc[] {
+  const all = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map((d) => proc(Number(d)))
+    .filter((p): p is Proc => p !== undefined);
+  const found: Proc[] = [];
+  const parents = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of all) {
+      if (parents.has(p.ppid) && !parents.has(p.pid)) {
+        parents.add(p.pid);
+        found.push(p);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * SIGKILLs a process and every process it started, as when a CI job is
+ * killed whole: a `pulumi up` killed alone leaves its provider plugins
+ * running, re-parented to init, for as long as the machine runs.
+ */
+export function killWithDescendants(pid: number): void {
+  for (const p of [{ pid }, ...descendants(pid)]) {
+    try {
+      process.kill(p.pid, "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
   }
 }
