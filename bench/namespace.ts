@@ -234,7 +234,7 @@ async function run(clusters: string | undefined): Promise<string[]> {
     }
     const cpu = cpuUse(cpuBefore, cpuTimes(), performance.now() - timedFrom, {
       [watch.pid!]: "sync-routes --watch",
-      [process.pid]: "this script (polling)",
+      [process.pid]: "this script (polling the gateway)",
     });
 
     report.push(

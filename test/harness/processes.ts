@@ -155,24 +155,44 @@ export interface Proc {
   command: string;
 }
 
-export function proc(pid: number): Proc | undefined {
+/**
+ * A process's /proc/<pid>/stat: its command name, and the fields after it
+ * (the name is in parentheses and may hold spaces), from its state on;
+ * undefined once the process is gone.
+ */
+export function procStat(pid: number | "self"): { name: string; fields: string[] } | undefined {
+  let stat: string;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] === "Z") return undefined; // exited, not yet reaped: gone for this test's purpose
-    const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
-    return { pid, ppid: Number(fields[1]), start: fields[19]!, command };
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
     return undefined; // gone between the listing and the read
+  }
+  const close = stat.lastIndexOf(")");
+  return { name: stat.slice(stat.indexOf("(") + 1, close), fields: stat.slice(close + 2).split(" ") };
+}
+
+/** Every pid /proc lists now. */
+export function pids(): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
+}
+
+export function proc(pid: number): Proc | undefined {
+  const stat = procStat(pid);
+  if (!stat || stat.fields[0] === "Z") return undefined; // exited, not yet reaped: gone for this test's purpose
+  try {
+    const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+    return { pid, ppid: Number(stat.fields[1]), start: stat.fields[19]!, command };
+  } catch {
+    return undefined; // gone between the two reads
   }
 }
 
 /** Every live process descended from `root`. */
 export function descendants(root: number): Proc[] {
-  const all = readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .map((d) => proc(Number(d)))
+  const all = pids()
+    .map(proc)
     .filter((p): p is Proc => p !== undefined);
   const found: Proc[] = [];
   const parents = new Set([root]);
