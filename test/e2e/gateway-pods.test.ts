@@ -701,3 +701,94 @@ describe("the gateways' NetworkPolicies, enforced by kube-router on the node", (
     );
   });
 });
+
+// The prod stack's layout (devNamespaces.clusters: on-demand): one dynamic forward proxy
+// cluster for every dev/PR route, a sub-cluster per Service made on its first request.
+// Switched on here by `pulumi up` on the running stack, as a platform team would: the
+// listener gains the forward proxy filters (bootstrap), so the pods roll. Last in the file:
+// the stack stays on demand.
+describe("dev/PR routes on demand, switched on by pulumi up", () => {
+  it("rolls without a failed production request, then serves each dev/PR Service from a sub-cluster over all its pods", async () => {
+    const old = await podNames("default", "gateway");
+    const devClusters = async (ip: string) =>
+      [...(await gatewayMetrics(ip)).keys()]
+        .map((k) => /envoy_cluster_name="([^"]+)"/.exec(k)?.[1] ?? "")
+        .filter((n) => n.startsWith("pr-"));
+    // Before: a cluster per dev/PR Service (pr-lb_web, pr-pods_batch, ...).
+    expect(await devClusters(gateway.endpoints[0]!.address)).toContain("pr-lb_web");
+    const production = startLoad(() => gateway.request(`www.${DOMAIN}`, "/"), {
+      rate: 40,
+      maxRequests: 20_000,
+      maxMs: 480_000,
+    });
+    // Dev/PR requests during the switch: from the write of the new xDS files until the old pods
+    // are gone, an old pod (its listener without the forward proxy filters) answers them 503.
+    const dev = startLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), {
+      rate: 10,
+      maxRequests: 5_000,
+      maxMs: 480_000,
+    });
+    let fresh: string[] = [];
+    try {
+      await sleep(2000);
+      await stack.ws.ok(["config", "set", "--path", "envoy-gateways:devNamespaces.clusters", "on-demand"]);
+      await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
+      await until("the old gateway pods to be gone", 240_000, async () => {
+        const now = await podNames("default", "gateway");
+        return now.every((p) => !old.includes(p)) ? now : undefined;
+      });
+      fresh = await podNames("default", "gateway");
+      await until(
+        "requests to go through the new pods",
+        60_000,
+        async () => production.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined,
+      );
+    } finally {
+      production.stop();
+      dev.stop();
+    }
+    const p = await production.result;
+    const d = await dev.result;
+    console.log(
+      `switch to on-demand: production ${describeFailures(p)}; dev/PR during the roll ${describeFailures(d)}`,
+    );
+    expect(p.failures, describeFailures(p)).toEqual([]);
+    expect(
+      d.failures.filter((f) => f.status !== 503 || !old.includes(f.via ?? "")),
+      "dev/PR failures other than an old pod's 503",
+    ).toEqual([]);
+
+    // Every pod of pr-lb/web answers through the new pods, on the on-demand cluster.
+    const pods = await podNames("pr-lb", "web");
+    const r = await runLoad(() => gateway.request(DEV_HOST, "/pr-lb/web/", { headers: AUTH }), {
+      rate: 100,
+      maxRequests: 600,
+      maxMs: 60_000,
+      concurrency: 4,
+    });
+    console.log(`on demand, ${pods.length} pods: ${[...r.byPod.values()].join(" / ")} of ${r.samples.length}`);
+    expect(r.failures, describeFailures(r)).toEqual([]);
+    expect([...r.byPod.keys()].sort()).toEqual(pods);
+    for (const count of r.byPod.values()) expect(count).toBeGreaterThanOrEqual(r.samples.length / pods.length / 2);
+    expect(
+      r.samples.filter((s) => !fresh.includes(s.via ?? "")),
+      "requests through another gateway pod than the new ones",
+    ).toEqual([]);
+    const ok = await gateway.request(DEV_HOST, "/pr-pods/batch/jobs", { headers: AUTH });
+    expect(ok.status, ok.body).toBe(200);
+    expect(ok.answer()).toMatchObject({ namespace: "pr-pods", service: "batch.pr-pods.svc.cluster.local" });
+
+    // On the pods: a sub-cluster per requested Service, tagged with its namespace; no dev/PR cluster of its own.
+    let subClusterRequests = 0;
+    for (const pod of fresh) {
+      const ip = (await w.core.readNamespacedPod({ name: pod, namespace: "default" })).status!.podIP!;
+      const metrics = await gatewayMetrics(ip);
+      subClusterRequests += metricSum(
+        metrics,
+        'envoy_cluster_upstream_rq_total{envoy_cluster_name="DFPCluster_web",dev_namespace="pr-lb"}',
+      );
+      expect(await devClusters(ip), pod).toEqual([]);
+    }
+    expect(subClusterRequests).toBeGreaterThanOrEqual(r.samples.length);
+  });
+});
