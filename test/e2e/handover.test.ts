@@ -58,16 +58,19 @@ afterAll(async () => {
   await w?.deleteNamespace(NAMESPACE);
 });
 
-/** Runs `dist/adopt headless` and SIGKILLs it as soon as it prints a line containing `step`; its output. */
+/**
+ * Runs `dist/adopt headless` and SIGKILLs it, with what it started (a pulumi engine run and
+ * its plugins), as soon as it prints a line containing `step`; its output.
+ */
 function adoptKilledAt(step: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = stack.spawnScript("adopt", ["headless", "--dns-grace", "6s"]);
     child.stdin.end();
     let out = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    const timer = setTimeout(() => killWithDescendants(child.pid!), 120_000);
     child.stdout.on("data", (d: Buffer) => {
       out += d.toString();
-      if (out.includes(step)) child.kill("SIGKILL");
+      if (out.includes(step)) killWithDescendants(child.pid!);
     });
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));
     child.on("error", reject);
