@@ -20,14 +20,15 @@
 // --background N routes N dev/PR pairs besides (namespaces of 10 labelled
 // Services, without pods or a selector) before the watch starts, so the timed namespace is
 // one more among N; --clusters sets devNamespaces.clusters on the dev stack
-// (per-service or on-demand; both, comma-separated, run one after the other
-// on a fresh cluster each, in one run). It also prints the watcher's first sync and its
+// (per-service or on-demand). Both take a comma-separated list: each layout
+// with each background runs one after the other on a fresh cluster each, in one
+// run, and a last table puts them side by side. It also prints the watcher's first sync and its
 // records (the engine run that writes the routes into the state), and what
 // used the cores while the namespaces were timed (CPU seconds by process,
 // from /proc: the watcher with the engine runs it started, the API server,
 // the gateways' Envoys ...).
 //
-//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0] [--clusters per-service,on-demand]
+//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0,1000,5000] [--clusters per-service,on-demand]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
 import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
@@ -44,7 +45,7 @@ import { buildCli, ProgramStack } from "../test/support/program.js";
 import { until, Workloads } from "../test/support/workloads.js";
 
 const USAGE =
-  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS] [--clusters per-service,on-demand]   (N >= 5)";
+  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand]   (N >= 5)";
 const { values } = parseArgs({
   options: {
     namespaces: { type: "string", default: "5" },
@@ -60,11 +61,14 @@ if (values.help) {
 const count = Number(values.namespaces);
 if (!Number.isInteger(count) || count < 5 || count > 50)
   throw new Error(`--namespaces must be a whole number from 5 to 50 (got ${values.namespaces})\n${USAGE}`);
-const background = Number(values.background);
-if (!Number.isInteger(background) || background < 0 || background > 10_000 || background % 10 !== 0)
-  throw new Error(
-    `--background must be a whole number of pairs from 0 to 10000, a multiple of 10 (got ${values.background})\n${USAGE}`,
-  );
+const backgrounds = values.background.split(",").map((b) => {
+  const n = Number(b);
+  if (b.trim() === "" || !Number.isInteger(n) || n < 0 || n > 10_000 || n % 10 !== 0)
+    throw new Error(
+      `--background: "${b}" is not a whole number of pairs from 0 to 10000, a multiple of 10 (got ${values.background})\n${USAGE}`,
+    );
+  return n;
+});
 const layouts: (string | undefined)[] = values.clusters?.split(",") ?? [undefined];
 for (const l of values.clusters === undefined ? [] : layouts)
   if (l !== "per-service" && l !== "on-demand")
@@ -74,6 +78,22 @@ const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8
 
 const POLL_MS = 100;
 const LIMIT_MS = 300_000;
+
+/** One run's figures, for the table that puts the runs side by side. */
+interface Summary {
+  background: number;
+  layout: string;
+  /** Label to first 200: p50 and max, ms; label to the ConfigMap holding the route, p50. */
+  add: number;
+  addMax: number;
+  addConfigMap: number;
+  /** Deletion to 404, p50, ms. */
+  remove: number;
+  /** The watcher's records that ended while the namespaces were timed, seconds each. */
+  records: number[];
+  /** Share of both cores in use while timed, %. */
+  busy: number;
+}
 
 interface Timing {
   namespace: string;
@@ -95,7 +115,7 @@ function cpuUse(
   after: ReturnType<typeof cpuTimes>,
   wallMs: number,
   roles: Record<number, string>,
-): string {
+): { line: string; busy: number } {
   const used = new Map<string, number>();
   const add = (label: string, seconds: number) => used.set(label, (used.get(label) ?? 0) + seconds);
   for (const [pid, t] of after) {
@@ -110,12 +130,17 @@ function cpuUse(
   const capacity = (wallMs / 1000) * availableParallelism();
   const busy = [...used.values()].reduce((a, b) => a + b, 0);
   const top = [...used].sort((a, b) => b[1] - a[1]).slice(0, 8);
-  return `CPU while the namespaces were timed (${seconds(wallMs)} on ${availableParallelism()} cores, ${Math.round((busy / capacity) * 100)} % busy): ${top.map(([label, s]) => `${label} ${s.toFixed(1)} s (${Math.round((s / capacity) * 100)} %)`).join(", ")}`;
+  const percent = Math.round((busy / capacity) * 100);
+  return {
+    busy: percent,
+    line: `CPU while the namespaces were timed (${seconds(wallMs)} on ${availableParallelism()} cores, ${percent} % busy): ${top.map(([label, s]) => `${label} ${s.toFixed(1)} s (${Math.round((s / capacity) * 100)} %)`).join(", ")}`,
+  };
 }
 
-/** One layout (undefined: the dev stack's) on a fresh local cluster: the report's lines. */
-async function run(clusters: string | undefined): Promise<string[]> {
+/** One layout (undefined: the dev stack's) with `background` pairs on a fresh local cluster: the report's lines and its figures. */
+async function run(clusters: string | undefined, background: number): Promise<{ report: string[]; summary: Summary }> {
   const report: string[] = [];
+  let summary: Summary | undefined;
   const cluster = await startLocalCluster();
   let stack: ProgramStack | undefined;
   let gateway: GatewayClient | undefined;
@@ -192,6 +217,7 @@ async function run(clusters: string | undefined): Promise<string[]> {
     const timings: Timing[] = [];
     const cpuBefore = cpuTimes();
     const timedFrom = performance.now();
+    const outBefore = out.length;
     for (let i = 0; i < count; i++) {
       const ns = `pr-bench-${i}`;
       const route = `"path_separated_prefix":"/${ns}/app"`;
@@ -232,6 +258,9 @@ async function run(clusters: string | undefined): Promise<string[]> {
       );
       await w.waitNamespaceGone(ns);
     }
+    const records = [...out.slice(outBefore).matchAll(/recorded in the stack's state \((\d+(?:\.\d+)?)s\)/g)].map((m) =>
+      Number(m[1]),
+    );
     const cpu = cpuUse(cpuBefore, cpuTimes(), performance.now() - timedFrom, {
       [watch.pid!]: "sync-routes --watch",
       [process.pid]: "this script (polling the gateway)",
@@ -261,7 +290,17 @@ async function run(clusters: string | undefined): Promise<string[]> {
     report.push(
       `${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`,
     );
-    report.push(cpu);
+    report.push(cpu.line);
+    summary = {
+      background,
+      layout: clusters ?? "the dev stack's",
+      add: p50(col("add")),
+      addMax: Math.max(...col("add")),
+      addConfigMap: p50(col("addConfigMap")),
+      remove: p50(col("remove")),
+      records,
+      busy: cpu.busy,
+    };
   } finally {
     configMapWatch?.abort();
     // npm does not pass SIGTERM on to the script: signal its whole process group (its own, detached).
@@ -289,15 +328,30 @@ async function run(clusters: string | undefined): Promise<string[]> {
     await stack?.dispose().catch((e: Error) => console.error(`destroy: ${e.message}`));
     await stopLocalCluster(cluster, true);
   }
-  return report;
+  return { report, summary: summary! };
 }
 
-/** Each layout in turn, then the reports side by side (one after the other). */
+/** The runs side by side: a line each. */
+function summaryTable(rows: Summary[]): string[] {
+  const records = (r: number[]) =>
+    r.length === 0 ? "none" : `${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)} s (${r.length})`;
+  return [
+    "\nside by side (times from the label or the deletion; records: those that ended while timed, and how many)",
+    "pairs  layout            first 200 p50 / max  (ConfigMap p50)  404 p50  records while timed   CPU busy",
+    ...rows.map(
+      (r) =>
+        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
+    ),
+  ];
+}
+
+/** Each layout with each background in turn, then the reports one after the other and the table of all. */
 async function main(): Promise<void> {
   buildCli();
-  const reports: string[][] = [];
-  for (const layout of layouts) reports.push(await run(layout));
-  for (const r of reports) console.log(r.join("\n"));
+  const runs: { report: string[]; summary: Summary }[] = [];
+  for (const layout of layouts) for (const background of backgrounds) runs.push(await run(layout, background));
+  for (const r of runs) console.log(r.report.join("\n"));
+  if (runs.length > 1) console.log(summaryTable(runs.map((r) => r.summary)).join("\n"));
 }
 
 main().catch((e: Error) => {

@@ -72,6 +72,27 @@ async function podNames(namespace: string, app: string): Promise<string[]> {
   return (await w.pods(namespace, app)).map((p) => p.metadata!.name!).sort();
 }
 
+/**
+ * Sets the stack setting `key` to `value` and runs `pulumi up`, which rolls the gateway pods
+ * (`old`); returns the new pods once the old are gone and `load`'s last 20 requests went
+ * through the new ones only.
+ */
+async function rollGateway(key: string, value: string, old: string[], load: Load): Promise<string[]> {
+  await stack.ws.ok(["config", "set", "--stack", stack.ws.stack, "--path", key, value]);
+  await stack.ws.ok(["up", "--yes", "--skip-preview", "--stack", stack.ws.stack], 600_000);
+  await until("the old gateway pods to be gone", 240_000, async () => {
+    const now = await podNames("default", "gateway");
+    return now.every((p) => !old.includes(p)) ? now : undefined;
+  });
+  const fresh = await podNames("default", "gateway");
+  await until(
+    "requests to go through the new pods",
+    60_000,
+    async () => load.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined,
+  );
+  return fresh;
+}
+
 async function devNamespace(name: string, services: { name: string; replicas?: number }[]): Promise<void> {
   await stack.createNamespace(name, DEV_LABEL);
   for (const s of services) await w.createService(name, s);
@@ -342,30 +363,11 @@ describe("a gateway rollout", () => {
       maxRequests: 30_000,
       maxMs: 540_000,
     });
-    let fresh: string[] = [];
+    let fresh: string[];
     try {
       await sleep(2000);
       // A listener setting: it lives in the bootstrap, so the pods roll.
-      await stack.ws.ok([
-        "config",
-        "set",
-        "--stack",
-        stack.ws.stack,
-        "--path",
-        "envoy-gateways:edge.idleTimeout",
-        "30m",
-      ]);
-      await stack.ws.ok(["up", "--yes", "--skip-preview", "--stack", stack.ws.stack], 600_000);
-      await until("the old gateway pods to be gone", 240_000, async () => {
-        const now = await podNames("default", "gateway");
-        return now.every((p) => !old.includes(p)) ? now : undefined;
-      });
-      fresh = await podNames("default", "gateway");
-      await until(
-        "requests to go through the new pods",
-        60_000,
-        async () => load.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined,
-      );
+      fresh = await rollGateway("envoy-gateways:edge.idleTimeout", "30m", old, load);
     } finally {
       load.stop();
     }
@@ -728,21 +730,10 @@ describe("dev/PR routes on demand, switched on by pulumi up", () => {
       maxRequests: 5_000,
       maxMs: 480_000,
     });
-    let fresh: string[] = [];
+    let fresh: string[];
     try {
       await sleep(2000);
-      await stack.ws.ok(["config", "set", "--path", "envoy-gateways:devNamespaces.clusters", "on-demand"]);
-      await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
-      await until("the old gateway pods to be gone", 240_000, async () => {
-        const now = await podNames("default", "gateway");
-        return now.every((p) => !old.includes(p)) ? now : undefined;
-      });
-      fresh = await podNames("default", "gateway");
-      await until(
-        "requests to go through the new pods",
-        60_000,
-        async () => production.samples.slice(-20).every((s) => fresh.includes(s.via ?? "")) || undefined,
-      );
+      fresh = await rollGateway("envoy-gateways:devNamespaces.clusters", "on-demand", old, production);
     } finally {
       production.stop();
       dev.stop();
