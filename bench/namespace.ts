@@ -20,15 +20,16 @@
 // --background N routes N dev/PR pairs besides (namespaces of 10 labelled
 // Services, without pods or a selector) before the watch starts, so the timed namespace is
 // one more among N; --clusters sets devNamespaces.clusters on the dev stack
-// (per-service or on-demand). Both take a comma-separated list: each layout
-// with each background runs one after the other on a fresh cluster each, in one
-// run, and a last table puts them side by side. It also prints the watcher's first sync and its
+// (per-service or on-demand); --record-niceness is the watcher's (its default,
+// 10; 0 runs the records' engine at the watcher's own priority). Each takes a
+// comma-separated list: every combination runs one after the other on a fresh
+// cluster each, in one run, and a last table puts them side by side. It also prints the watcher's first sync and its
 // records (the engine run that writes the routes into the state), and what
 // used the cores while the namespaces were timed (CPU seconds by process,
 // from /proc: the watcher with the engine runs it started, the API server,
 // the gateways' Envoys ...).
 //
-//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0,1000,5000] [--clusters per-service,on-demand]
+//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0,1000,5000] [--clusters per-service,on-demand] [--record-niceness 0,10]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
 import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
@@ -45,12 +46,13 @@ import { buildCli, ProgramStack } from "../test/support/program.js";
 import { until, Workloads } from "../test/support/workloads.js";
 
 const USAGE =
-  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand]   (N >= 5)";
+  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand] [--record-niceness N,...]   (N >= 5)";
 const { values } = parseArgs({
   options: {
     namespaces: { type: "string", default: "5" },
     background: { type: "string", default: "0" },
     clusters: { type: "string" },
+    "record-niceness": { type: "string" },
     help: { type: "boolean" },
   },
 });
@@ -73,6 +75,12 @@ const layouts: (string | undefined)[] = values.clusters?.split(",") ?? [undefine
 for (const l of values.clusters === undefined ? [] : layouts)
   if (l !== "per-service" && l !== "on-demand")
     throw new Error(`--clusters must list per-service and/or on-demand (got ${values.clusters})\n${USAGE}`);
+/** undefined: the watcher's default. */
+const nicenesses: (number | undefined)[] = values["record-niceness"]?.split(",").map((t) => {
+  if (!/^\d{1,2}$/.test(t) || Number(t) > 19)
+    throw new Error(`--record-niceness: "${t}" is not a whole number from 0 to 19\n${USAGE}`);
+  return Number(t);
+}) ?? [undefined];
 const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";
 const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
 
@@ -83,6 +91,8 @@ const LIMIT_MS = 300_000;
 interface Summary {
   background: number;
   layout: string;
+  /** The watcher's --record-niceness, as run. */
+  niceness: string;
   /** Label to first 200: p50 and max, ms; label to the ConfigMap holding the route, p50. */
   add: number;
   addMax: number;
@@ -138,7 +148,11 @@ function cpuUse(
 }
 
 /** One layout (undefined: the dev stack's) with `background` pairs on a fresh local cluster: the report's lines and its figures. */
-async function run(clusters: string | undefined, background: number): Promise<{ report: string[]; summary: Summary }> {
+async function run(
+  clusters: string | undefined,
+  background: number,
+  niceness: number | undefined,
+): Promise<{ report: string[]; summary: Summary }> {
   const report: string[] = [];
   let summary: Summary | undefined;
   const cluster = await startLocalCluster();
@@ -171,7 +185,14 @@ async function run(clusters: string | undefined, background: number): Promise<{ 
 
     watch = spawn(
       join(repoRoot, "dist", "sync-routes"),
-      ["--stack", stack.ws.stack, "--project-dir", stack.ws.programDir, "--watch"],
+      [
+        "--stack",
+        stack.ws.stack,
+        "--project-dir",
+        stack.ws.programDir,
+        "--watch",
+        ...(niceness === undefined ? [] : ["--record-niceness", String(niceness)]),
+      ],
       { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     let out = "";
@@ -267,7 +288,7 @@ async function run(clusters: string | undefined, background: number): Promise<{ 
     });
 
     report.push(
-      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 100ms; kubelet defaults; poll every ${POLL_MS} ms)`,
+      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 100ms, records at ${niceness === undefined ? "its default niceness" : `niceness ${niceness}`}; kubelet defaults; poll every ${POLL_MS} ms)`,
     );
     report.push(
       `watch's first sync: ${seconds(firstSync)}${background ? `; the background's route status written after ${seconds(statusSettled)}` : ""}; the watcher's steps:`,
@@ -294,6 +315,7 @@ async function run(clusters: string | undefined, background: number): Promise<{ 
     summary = {
       background,
       layout: clusters ?? "the dev stack's",
+      niceness: niceness === undefined ? "default" : String(niceness),
       add: p50(col("add")),
       addMax: Math.max(...col("add")),
       addConfigMap: p50(col("addConfigMap")),
@@ -337,10 +359,10 @@ function summaryTable(rows: Summary[]): string[] {
     r.length === 0 ? "none" : `${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)} s (${r.length})`;
   return [
     "\nside by side (times from the label or the deletion; records: those that ended while timed, and how many)",
-    "pairs  layout            first 200 p50 / max  (ConfigMap p50)  404 p50  records while timed   CPU busy",
+    "pairs  layout            record nice  first 200 p50 / max  (ConfigMap p50)  404 p50  records while timed   CPU busy",
     ...rows.map(
       (r) =>
-        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
+        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${r.niceness.padStart(11)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
     ),
   ];
 }
@@ -349,7 +371,9 @@ function summaryTable(rows: Summary[]): string[] {
 async function main(): Promise<void> {
   buildCli();
   const runs: { report: string[]; summary: Summary }[] = [];
-  for (const layout of layouts) for (const background of backgrounds) runs.push(await run(layout, background));
+  for (const layout of layouts)
+    for (const background of backgrounds)
+      for (const niceness of nicenesses) runs.push(await run(layout, background, niceness));
   for (const r of runs) console.log(r.report.join("\n"));
   if (runs.length > 1) console.log(summaryTable(runs.map((r) => r.summary)).join("\n"));
 }

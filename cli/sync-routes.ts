@@ -1,4 +1,4 @@
-// dist/sync-routes --stack <name> [--watch] [--debounce 100ms] [--lock-wait 15m]
+// dist/sync-routes --stack <name> [--watch] [--debounce 100ms] [--lock-wait 15m] [--record-niceness 10]
 // (compiled by `npm run build`; from source: npm run sync-routes -- ...)
 //
 // For CI, after it creates or deletes a dev/PR namespace: discover the
@@ -8,13 +8,15 @@
 // removed. With nothing to change it starts no engine run. While another
 // update holds the stack (a production `pulumi up`, another CI job), the
 // record step waits for the lock. --watch keeps running and follows every
-// change; SIGTERM stops it cleanly.
+// change; SIGTERM stops it cleanly. The record's engine run gets the CPU after
+// everything else (nice 10 by default): the routes are already live.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../routing/units.js";
+import { MAX_NICENESS } from "../route-sync/niced-cli.js";
 
 const USAGE =
-  "usage: dist/sync-routes --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--project-dir <dir>]";
+  "usage: dist/sync-routes --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--record-niceness <0-19>] [--project-dir <dir>]";
 
 /** A flag's duration in milliseconds, or an error naming the flag, the value and what is allowed. */
 function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], example: string): number {
@@ -24,6 +26,16 @@ function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], e
       `--${flag} ${JSON.stringify(text)}: must be a whole number with a unit (${units.join(", ")}), such as ${example}`,
     );
   return ms;
+}
+
+/** --record-niceness: a whole number from 0 to 19, or an error naming the flag, the value and what is allowed. */
+function nicenessFlag(text: string): number {
+  const n = /^\d{1,2}$/.test(text) ? Number(text) : NaN;
+  if (!(n <= MAX_NICENESS))
+    throw new UsageError(
+      `--record-niceness ${JSON.stringify(text)}: must be a whole number from 0 (the record's engine run as sync-routes itself) to ${MAX_NICENESS} (the lowest CPU priority)`,
+    );
+  return n;
 }
 
 class UsageError extends Error {}
@@ -45,6 +57,7 @@ async function main(): Promise<number> {
         watch: { type: "boolean" },
         debounce: { type: "string", default: "100ms" },
         "lock-wait": { type: "string", default: "15m" },
+        "record-niceness": { type: "string", default: "10" },
         "project-dir": { type: "string" },
         help: { type: "boolean" },
       },
@@ -57,11 +70,12 @@ async function main(): Promise<number> {
   if (!values.stack) throw new UsageError("--stack is required");
   const debounceMs = durationFlag("debounce", values.debounce!, ["ms", "s"], "500ms or 2s");
   const lock = { maxWaitMs: durationFlag("lock-wait", values["lock-wait"]!, ["s", "m"], "90s or 15m") };
+  const recordNiceness = nicenessFlag(values["record-niceness"]!);
   const projectDir = resolve(values["project-dir"] ?? resolve(__dirname, ".."));
   const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
   // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
   const { ProjectStack, routesInState, stackConfigOf, engineErrorLines } = await import("../route-sync/stack.js");
-  const stack = new ProjectStack(values.stack, projectDir);
+  const stack = new ProjectStack(values.stack, projectDir, recordNiceness);
   if (!values.watch) {
     const { report, syncRoutes } = await import("../route-sync/sync.js");
     try {

@@ -10,8 +10,19 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { fromPulumiConfig, kubeconfigOf, KUBECONFIG_KEY, parseStackConfig, PROJECT } from "../routing/config/load.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import type { RoutesOutputs } from "../routes-provider/core.js";
+import { nicedCliRoot, onPath } from "./niced-cli.js";
 
 const exec = promisify(execFile);
+
+const NOT_ON_PATH =
+  "the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend";
+
+/** The pulumi CLI an engine run would start: the first on PATH. */
+function pulumiOnPath(): string {
+  const cli = onPath("pulumi", process.env.PATH ?? "");
+  if (cli === undefined) throw new Error(NOT_ON_PATH);
+  return cli;
+}
 
 /**
  * A stack of the project in `workDir`, run with the pulumi CLI found on PATH.
@@ -21,9 +32,17 @@ const exec = promisify(execFile);
 export class ProjectStack {
   private engine?: Promise<Stack>;
 
+  /**
+   * @param name the stack's name.
+   * @param workDir the project's directory (Pulumi.yaml).
+   * @param engineNiceness how much lower than this process an engine run
+   *   (the pulumi CLI and its plugins) runs on the CPU (nice(1)): 0, as this
+   *   process, to 19, the lowest.
+   */
   constructor(
     readonly name: string,
     readonly workDir: string,
+    readonly engineNiceness = 0,
   ) {}
 
   /** Runs `pulumi <args> --stack <name> --non-interactive` in the project's directory, as the Automation API would; its stdout. */
@@ -37,10 +56,7 @@ export class ProjectStack {
       return stdout;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") {
-        throw new Error(
-          "the pulumi CLI is not on PATH: `source scripts/env.sh` puts the one scripts/build-components.sh built there, with the local backend",
-          { cause: e },
-        );
+        throw new Error(NOT_ON_PATH, { cause: e });
       }
       throw Object.assign(new Error(`stack ${this.name} in ${this.workDir}: ${engineErrorLines(e)}`, { cause: e }), {
         stderr: (e as { stderr?: string }).stderr,
@@ -50,11 +66,17 @@ export class ProjectStack {
 
   /** The same stack through the Automation API, for an engine run (loaded, and the stack selected, on first use). */
   automation(): Promise<Stack> {
-    this.engine ??= import("@pulumi/pulumi/automation/index.js").then(({ LocalWorkspace }) =>
-      LocalWorkspace.selectStack({ stackName: this.name, workDir: this.workDir }).catch((e: unknown) => {
-        throw new Error(`stack ${this.name} in ${this.workDir}: ${engineErrorLines(e)}`, { cause: e });
-      }),
-    );
+    this.engine ??= import("@pulumi/pulumi/automation/index.js").then(async ({ LocalWorkspace, PulumiCommand }) => {
+      const pulumiCommand =
+        this.engineNiceness > 0
+          ? await PulumiCommand.get({ root: nicedCliRoot(pulumiOnPath(), this.engineNiceness) })
+          : undefined;
+      return LocalWorkspace.selectStack({ stackName: this.name, workDir: this.workDir }, { pulumiCommand }).catch(
+        (e: unknown) => {
+          throw new Error(`stack ${this.name} in ${this.workDir}: ${engineErrorLines(e)}`, { cause: e });
+        },
+      );
+    });
     return this.engine;
   }
 }

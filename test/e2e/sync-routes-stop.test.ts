@@ -3,8 +3,10 @@
 // Node: nothing stands between, where `npm run` has npm, a shell and tsx relay
 // it, and tsx SIGKILLs a child that does not acknowledge it within 30 ms), the
 // record step in progress (an engine run, with its pulumi processes) finishes
-// first, and then the process and every process it started are gone.
+// first, at a lower CPU priority than the watcher, and then the process and
+// every process it started are gone.
 import { existsSync, readFileSync } from "node:fs";
+import { getPriority } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { descendants, proc, type Proc } from "../harness/processes.js";
@@ -63,6 +65,8 @@ describe("dist/sync-routes --watch and SIGTERM", () => {
       await until("the watch to start", /watching namespaces labelled envoy-gateways\.io\/routes=dev/, 120_000);
       // The pid SIGTERM goes to is the watcher's Node itself: the launcher exec'd it.
       expect(proc(child.pid!)?.command).toMatch(/node \S*dist\/sync-routes\.js --stack stop /);
+      // At the priority it was started with; only its engine runs go lower.
+      expect(proc(child.pid!)?.nice).toBe(getPriority());
 
       // A change: written live, then recorded by an engine run, during which SIGTERM arrives.
       await stack.createNamespace("pr-e2e-stop", { [DEV]: "dev" });
@@ -85,6 +89,12 @@ describe("dist/sync-routes --watch and SIGTERM", () => {
         /SIGTERM: stopping after any sync in progress[\s\S]*recorded in the stack's state \([\d.]+s\)[\s\S]*\] stopped\n/,
       );
       expect([...seen.values()].some((p) => ENGINE_RUN.test(p.command))).toBe(true);
+      // The engine run and the plugins it started had the cores after everything else: nice 10 (--record-niceness).
+      const engine = [...seen.values()].filter((p) => ENGINE_RUN.test(p.command) || /pulumi-resource-/.test(p.command));
+      expect(engine.some((p) => /pulumi-resource-kubernetes/.test(p.command))).toBe(true);
+      expect(engine.map((p) => `${p.command.split(" ")[0]} nice ${p.nice}`)).toEqual(
+        engine.map((p) => `${p.command.split(" ")[0]} nice ${Math.min(19, getPriority() + 10)}`),
+      );
       expect([...seen.values()].filter(alive).map((p) => `${p.pid} ${p.command}`)).toEqual([]);
       expect(proc(child.pid!)).toBeUndefined();
       // What was recorded is the state: the program sees nothing to change.

@@ -147,11 +147,12 @@ export async function waitFor<T>(
   }
 }
 
-/** A process as /proc shows it: its parent, and its start time (so that a reused pid is not taken for it). */
+/** A process as /proc shows it: its parent, its start time (so that a reused pid is not taken for it) and its niceness. */
 export interface Proc {
   pid: number;
   ppid: number;
   start: string;
+  nice: number;
   command: string;
 }
 
@@ -183,7 +184,7 @@ export function proc(pid: number): Proc | undefined {
   if (!stat || stat.fields[0] === "Z") return undefined; // exited, not yet reaped: gone for this test's purpose
   try {
     const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
-    return { pid, ppid: Number(stat.fields[1]), start: stat.fields[19]!, command };
+    return { pid, ppid: Number(stat.fields[1]), start: stat.fields[19]!, nice: Number(stat.fields[16]), command };
   } catch {
     return undefined; // gone between the two reads
   }

@@ -26,6 +26,21 @@ describe("CLI flags", () => {
       ["--stack", "dev", "--lock-wait", "soon"],
       /^sync-routes: --lock-wait "soon": must be a whole number with a unit \(s, m\), such as 90s or 15m\nusage: /,
     ],
+    [
+      "sync-routes",
+      ["--stack", "dev", "--record-niceness", "20"],
+      /^sync-routes: --record-niceness "20": must be a whole number from 0 \(the record's engine run as sync-routes itself\) to 19 \(the lowest CPU priority\)\nusage: /,
+    ],
+    [
+      "sync-routes",
+      ["--stack", "dev", "--record-niceness=low"],
+      /^sync-routes: --record-niceness "low": must be a whole number from 0 .* to 19 .*\nusage: /,
+    ],
+    [
+      "sync-routes",
+      ["--stack", "dev", "--record-niceness=-1"],
+      /^sync-routes: --record-niceness "-1": must be a whole number from 0 .* to 19 .*\nusage: /,
+    ],
     ["sync-routes", ["--stack", "dev", "--wacth"], /^sync-routes: Unknown option '--wacth'.*\nusage: /s],
     ["sync-routes", ["--watch"], /^sync-routes: --stack is required\nusage: /],
     ["shifts", ["--stack", "dev", "--revers", "batch"], /^shifts: Unknown option '--revers'.*\nusage: /s],
