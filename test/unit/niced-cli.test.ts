@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { getPriority, tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { MAX_NICENESS, nicedCliRoot, onPath } from "../../route-sync/niced-cli.js";
 import { tempDir } from "./temp-dir.js";
 
@@ -29,13 +29,28 @@ describe("onPath", () => {
   });
 });
 
+/**
+ * nicedCliRoot in a test: what it made is removed when the test finishes (its own
+ * removal runs at the process's exit, which a test worker may never see).
+ */
+function niced(cli: string, niceness: number): string {
+  const before = new Set(process.listeners("exit"));
+  const root = nicedCliRoot(cli, niceness);
+  const added = process.listeners("exit").filter((l) => !before.has(l));
+  onTestFinished(() => {
+    for (const l of added) process.removeListener("exit", l);
+    rmSync(root, { recursive: true, force: true });
+  });
+  return root;
+}
+
 describe("nicedCliRoot", () => {
   it("makes bin/pulumi run the CLI at that niceness, with every argument as given", () => {
     // A path a shell would split or unquote, and arguments it would.
     const dir = tempDir("eg-niced-");
     mkdirSync(join(dir, "it's a dir"));
     const cli = fakeCli(join(dir, "it's a dir", "pulumi"));
-    const root = nicedCliRoot(cli, 10);
+    const root = niced(cli, 10);
     const args = ["up", "--yes", "two words", "it's", "$HOME", "*"];
     const out = execFileSync(join(root, "bin", "pulumi"), args, { encoding: "utf8" });
     expect(out.split("\n").slice(0, -1)).toEqual([String(Math.min(MAX_NICENESS, getPriority() + 10)), ...args]);
@@ -44,7 +59,7 @@ describe("nicedCliRoot", () => {
   it("takes a niceness from 1 to 19, and refuses one outside", () => {
     const cli = fakeCli(join(tempDir("eg-niced-range-"), "pulumi"));
     for (const n of [1, 19]) {
-      const out = execFileSync(join(nicedCliRoot(cli, n), "bin", "pulumi"), [], { encoding: "utf8" });
+      const out = execFileSync(join(niced(cli, n), "bin", "pulumi"), [], { encoding: "utf8" });
       expect(out.trim(), String(n)).toBe(String(Math.min(MAX_NICENESS, getPriority() + n)));
     }
     for (const n of [0, 20, 2.5, -1]) expect(() => nicedCliRoot(cli, n), String(n)).toThrow(RangeError);
