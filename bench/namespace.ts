@@ -38,6 +38,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { cpuTimes } from "./cpu.js";
+import { MAX_NICENESS, parseNiceness } from "../route-sync/niced-cli.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
 import { repoRoot } from "../test/support/components.js";
 import { GatewayClient } from "../test/support/gateway-client.js";
@@ -77,9 +78,10 @@ for (const l of values.clusters === undefined ? [] : layouts)
     throw new Error(`--clusters must list per-service and/or on-demand (got ${values.clusters})\n${USAGE}`);
 /** undefined: the watcher's default. */
 const nicenesses: (number | undefined)[] = values["record-niceness"]?.split(",").map((t) => {
-  if (!/^\d{1,2}$/.test(t) || Number(t) > 19)
-    throw new Error(`--record-niceness: "${t}" is not a whole number from 0 to 19\n${USAGE}`);
-  return Number(t);
+  const n = parseNiceness(t);
+  if (n === undefined)
+    throw new Error(`--record-niceness: "${t}" is not a whole number from 0 to ${MAX_NICENESS}\n${USAGE}`);
+  return n;
 }) ?? [undefined];
 const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";
 const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];

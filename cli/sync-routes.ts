@@ -13,7 +13,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../routing/units.js";
-import { MAX_NICENESS } from "../route-sync/niced-cli.js";
+import { MAX_NICENESS, parseNiceness } from "../route-sync/niced-cli.js";
 
 const USAGE =
   "usage: dist/sync-routes --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--record-niceness <0-19>] [--project-dir <dir>]";
@@ -30,8 +30,8 @@ function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], e
 
 /** --record-niceness: a whole number from 0 to 19, or an error naming the flag, the value and what is allowed. */
 function nicenessFlag(text: string): number {
-  const n = /^\d{1,2}$/.test(text) ? Number(text) : NaN;
-  if (!(n <= MAX_NICENESS))
+  const n = parseNiceness(text);
+  if (n === undefined)
     throw new UsageError(
       `--record-niceness ${JSON.stringify(text)}: must be a whole number from 0 (the record's engine run as sync-routes itself) to ${MAX_NICENESS} (the lowest CPU priority)`,
     );

@@ -11,6 +11,11 @@ import { delimiter, join } from "node:path";
 /** Niceness is 0 (as the caller) to 19 (the lowest priority). */
 export const MAX_NICENESS = 19;
 
+/** `text` as a niceness, a whole number from 0 to MAX_NICENESS as written (such as a flag's value); undefined if it is not one. */
+export function parseNiceness(text: string): number | undefined {
+  return /^\d{1,2}$/.test(text) && Number(text) <= MAX_NICENESS ? Number(text) : undefined;
+}
+
 /** The first executable file `name` in the directories of `path` (PATH's format); undefined if none. */
 export function onPath(name: string, path: string): string | undefined {
   for (const dir of path.split(delimiter).filter(Boolean)) {
