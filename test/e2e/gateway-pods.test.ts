@@ -712,12 +712,13 @@ describe("the gateways' NetworkPolicies, enforced by kube-router on the node", (
 describe("dev/PR routes on demand, switched on by pulumi up", () => {
   it("rolls without a failed production request, then serves each dev/PR Service from a sub-cluster over all its pods", async () => {
     const old = await podNames("default", "gateway");
-    const devClusters = async (ip: string) =>
-      [...(await gatewayMetrics(ip)).keys()]
+    /** The dev/PR clusters (names starting pr-) a pod's metrics name. */
+    const devClusters = (metrics: Map<string, number>) =>
+      [...metrics.keys()]
         .map((k) => /envoy_cluster_name="([^"]+)"/.exec(k)?.[1] ?? "")
         .filter((n) => n.startsWith("pr-"));
     // Before: a cluster per dev/PR Service (pr-lb_web, pr-pods_batch, ...).
-    expect(await devClusters(gateway.endpoints[0]!.address)).toContain("pr-lb_web");
+    expect(devClusters(await gatewayMetrics(gateway.endpoints[0]!.address))).toContain("pr-lb_web");
     const production = startLoad(() => gateway.request(`www.${DOMAIN}`, "/"), {
       rate: 40,
       maxRequests: 20_000,
@@ -778,7 +779,7 @@ describe("dev/PR routes on demand, switched on by pulumi up", () => {
         metrics,
         'envoy_cluster_upstream_rq_total{envoy_cluster_name="DFPCluster_web",dev_namespace="pr-lb"}',
       );
-      expect(await devClusters(ip), pod).toEqual([]);
+      expect(devClusters(metrics), pod).toEqual([]);
     }
     expect(subClusterRequests).toBeGreaterThanOrEqual(r.samples.length);
   });

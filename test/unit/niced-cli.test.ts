@@ -1,11 +1,13 @@
 // The record's engine run at a lower CPU priority: the script the Automation
-// API runs as <root>/bin/pulumi, and finding the real CLI on PATH.
+// API runs as <root>/bin/pulumi, finding the real CLI on PATH, and
+// ProjectStack's engine started through it (a stand-in pulumi on PATH).
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { getPriority, tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { MAX_NICENESS, nicedCliRoot, onPath } from "../../route-sync/niced-cli.js";
+import { MAX_NICENESS, nicedCliRoot, onPath, parseNiceness } from "../../route-sync/niced-cli.js";
+import { ProjectStack } from "../../route-sync/stack.js";
 import { tempDir } from "./temp-dir.js";
 
 /** An executable script at `file` that prints its niceness, then each argument on a line. */
@@ -14,6 +16,14 @@ function fakeCli(file: string): string {
   chmodSync(file, 0o755);
   return file;
 }
+
+describe("parseNiceness", () => {
+  it("reads a whole number from 0 to 19 as written, and nothing else", () => {
+    expect(["0", "1", "07", "10", "19"].map(parseNiceness)).toEqual([0, 1, 7, 10, 19]);
+    for (const t of ["20", "99", "100", "-1", "1.5", "", " 5", "5 ", "ten", "1e1", "0x1"])
+      expect(parseNiceness(t), JSON.stringify(t)).toBeUndefined();
+  });
+});
 
 describe("onPath", () => {
   it("finds the first executable file of that name, skipping a missing directory and a file that is not executable", () => {
@@ -80,6 +90,71 @@ describe("nicedCliRoot", () => {
     } finally {
       for (const l of added) process.removeListener("exit", l);
       rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("ProjectStack's engine runs", () => {
+  /** A pulumi on PATH that logs its niceness and arguments, and answers `version`; the log's lines. */
+  function fakePulumiOnPath(): () => string[] {
+    const dir = tempDir("eg-fake-pulumi-");
+    const log = join(dir, "calls");
+    writeFileSync(
+      join(dir, "pulumi"),
+      `#!/bin/sh\necho "$(nice) $*" >> '${log}'\n[ "$1" = version ] && echo v3.999.0\nexit 0\n`,
+    );
+    chmodSync(join(dir, "pulumi"), 0o755);
+    const path = process.env.PATH;
+    process.env.PATH = `${dir}${delimiter}${path}`;
+    onTestFinished(() => {
+      process.env.PATH = path;
+    });
+    return () => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n") : []);
+  }
+
+  /** `stack.automation()`; what it made for the niced CLI is removed when the test finishes. */
+  async function automation(stack: ProjectStack) {
+    const before = new Set(process.listeners("exit"));
+    try {
+      return await stack.automation();
+    } finally {
+      const added = process.listeners("exit").filter((l) => !before.has(l));
+      onTestFinished(() => {
+        for (const l of added) {
+          l.call(process, 0);
+          process.removeListener("exit", l);
+        }
+      });
+    }
+  }
+
+  it("start the pulumi CLI found on PATH under nice, at the stack's engine niceness", async () => {
+    const calls = fakePulumiOnPath();
+    const engine = await automation(new ProjectStack("dev", tempDir("eg-project-"), 10));
+    expect(engine.workspace.pulumiCommand.command).toMatch(/envoy-gateways-pulumi-\w{6}\/bin\/pulumi$/);
+    const nice = Math.min(MAX_NICENESS, getPriority() + 10);
+    expect(calls()).toEqual([`${nice} version`, `${nice} stack select --stack dev --non-interactive`]);
+  });
+
+  it("start it as this process at niceness 0", async () => {
+    const calls = fakePulumiOnPath();
+    const engine = await automation(new ProjectStack("dev", tempDir("eg-project-"), 0));
+    expect(engine.workspace.pulumiCommand.command).toBe("pulumi");
+    expect(calls()).toEqual([
+      `${getPriority()} version`,
+      `${getPriority()} stack select --stack dev --non-interactive`,
+    ]);
+  });
+
+  it("say how to get the CLI when none is on PATH", async () => {
+    const path = process.env.PATH;
+    process.env.PATH = tempDir("eg-empty-path-");
+    try {
+      await expect(new ProjectStack("dev", tempDir("eg-project-"), 10).automation()).rejects.toThrow(
+        /^the pulumi CLI is not on PATH: `source scripts\/env\.sh` puts the one scripts\/build-components\.sh built there/,
+      );
+    } finally {
+      process.env.PATH = path;
     }
   });
 });
