@@ -1,7 +1,7 @@
 // The routing part of the stack config: what the routes resources are given.
 import { z } from "zod";
 import { edge } from "./edge.js";
-import { dnsLabel, dnsName, intIn } from "./primitives.js";
+import { dnsLabel, dnsName, intIn, memoryQuantity } from "./primitives.js";
 import type { GatewaySettings, StackConfig } from "./schema.js";
 import { securityHeaders } from "./security-headers.js";
 import { devNamespaces, productionService, shift } from "./services.js";
@@ -9,8 +9,8 @@ import { upstream } from "./upstream.js";
 
 /**
  * The stack config the xDS files (cds.yaml, rds.yaml) are rendered from: an
- * allow-list of keys, so nothing else (secrets, the image, resources, the
- * bootstrap's settings) reaches the routes resources' inputs and state.
+ * allow-list of keys, so nothing else (secrets, the image, resources but the
+ * memory limit, the bootstrap's settings) reaches the routes resources' inputs and state.
  */
 const gatewayRouting = z.strictObject({
   /** Domain of this gateway's production hosts: <service>.<domain>. */
@@ -24,6 +24,11 @@ const gatewayRouting = z.strictObject({
   authenticateMetrics: z.boolean({ error: "must be true or false" }),
   /** The gateway's security headers, defaults already merged in. */
   securityHeaders,
+  /**
+   * The pod's memory limit: it sizes how many on-demand dev/PR sub-clusters
+   * Envoy keeps. Absent from routes state recorded before it was part of it.
+   */
+  resources: z.strictObject({ limits: z.strictObject({ memory: memoryQuantity }) }).optional(),
 });
 
 export const routingConfigSchema = z.strictObject({
@@ -68,6 +73,7 @@ export function routingConfig(config: StackConfig): RoutingConfig {
     replicas: g.replicas,
     authenticateMetrics: g.authenticateMetrics,
     securityHeaders: structuredClone(g.securityHeaders),
+    resources: { limits: { memory: g.resources.limits.memory } },
   });
   return {
     clusterDomain: config.clusterDomain,

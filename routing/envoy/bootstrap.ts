@@ -1,7 +1,7 @@
 // The bootstrap (envoy.yaml): node, admin on loopback, the static listeners
 // and clusters, CDS from the watched xDS directory, the overload manager, the
 // stats kept.
-import { memoryBytes } from "./units.js";
+import { heapLimitBytes } from "./heap.js";
 import type { GatewayContext } from "./context.js";
 import { acmeCluster, adminCluster, extAuthzCluster, gatewayPodsCluster } from "./clusters.js";
 import { healthListener, httpListener, httpsListener, metricsListener } from "./listeners.js";
@@ -38,12 +38,12 @@ export function bootstrap(ctx: GatewayContext): Json {
 }
 
 /**
- * Heap: shrink at 95% and stop accepting requests at 98% of 80% of the
- * container's memory limit. Connections: at most edge.maxConnections
+ * Heap: shrink at 95% and stop accepting requests at 98% of the heap limit
+ * (heapLimitBytes: 80% of the container's memory limit). Connections: at most edge.maxConnections
  * downstream (health and metrics listeners exempt).
  */
 export function overloadManager(ctx: GatewayContext): Json {
-  const heap = Math.floor(memoryBytes(ctx.settings.resources.limits.memory) * 0.8);
+  const heap = heapLimitBytes(ctx.settings.resources.limits.memory);
   const heapMonitor = "envoy.resource_monitors.fixed_heap";
   return {
     refresh_interval: "0.25s",

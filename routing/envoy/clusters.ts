@@ -6,6 +6,7 @@
 import { gatewayPodsService, ON_DEMAND_CLUSTER, serviceHost, UPSTREAM_PORT } from "../names.js";
 import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
 import type { GatewayContext, XdsContext } from "./context.js";
+import { maxOnDemandSubClusters } from "./heap.js";
 import { FORWARD_PROXY_CLUSTER_TYPE, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
 /**
@@ -29,19 +30,16 @@ export function routedOnDemand(service: RoutedService): boolean {
 }
 
 /**
- * The most sub-clusters the on-demand cluster keeps: more than an xDS
- * ConfigMap holds routes. A constant: a change to the cluster drops every
- * sub-cluster with its pooled connections.
- */
-export const MAX_ON_DEMAND_SUB_CLUSTERS = 16_384;
-
-/**
  * The on-demand cluster of dev/PR routes (Envoy's dynamic forward proxy with
  * sub-clusters): the first request to a Service's name makes a sub-cluster
  * that is a strict DNS cluster on it, with everything a service cluster has
  * (every pod an endpoint, the load balancing policy, TLS with SNI and the
  * SAN check from that name, circuit breakers, outlier detection, bounded
- * buffers); a sub-cluster unused for 5 minutes (Envoy's default) goes.
+ * buffers); a sub-cluster unused for 5 minutes (Envoy's default) goes. It
+ * keeps as many sub-clusters as the share of the pod's heap set aside for
+ * them holds (maxOnDemandSubClusters). A change of that number (of the memory
+ * limit) drops every sub-cluster with its pooled connections; the pods roll
+ * then anyway.
  */
 export function onDemandCluster(ctx: XdsContext): Json {
   const shared = ctx.shared;
@@ -55,7 +53,7 @@ export function onDemandCluster(ctx: XdsContext): Json {
         "@type": TYPE.forwardProxyCluster,
         sub_clusters_config: {
           lb_policy: ctx.config.upstream.lbPolicy,
-          max_sub_clusters: MAX_ON_DEMAND_SUB_CLUSTERS,
+          max_sub_clusters: maxOnDemandSubClusters(ctx.settings.resources?.limits.memory),
           dns_cluster_config: shared.dnsSettings,
         },
         // encrypt-only: no certificate check, so no SAN check against the host either.

@@ -2,9 +2,13 @@
 import { describe, expect, it } from "vitest";
 import type { Json } from "../../routing/envoy/types.js";
 import { notStartingWith } from "../../routing/envoy/stats.js";
-import { renderGateway, renderGateways } from "../../routing/render.js";
+import { renderGateway, renderGateways, renderXds } from "../../routing/render.js";
+import { maxOnDemandSubClusters } from "../../routing/envoy/heap.js";
+import { ON_DEMAND_CLUSTER } from "../../routing/names.js";
+import { routingConfig, type StackConfig } from "../../routing/config/schema.js";
+import { GATEWAYS } from "../../routing/config/schema.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { parseStackConfig } from "../../routing/config/load.js";
+import { parseRoutingConfig, parseStackConfig } from "../../routing/config/load.js";
 import { eachTest } from "./each-test.js";
 import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
@@ -262,6 +266,59 @@ describe("clusters", () => {
   it("names clusters <namespace>_<service>: no dots (stats tags) and no ambiguity", () => {
     const names = (gateway().documents.cds.resources as Json[]).map((c) => String(c.name));
     expect(names.every((n) => !n.includes(".") && /^[a-z0-9-]+_[a-z0-9-]+(_[a-z0-9-]+)?$/.test(n))).toBe(true);
+  });
+});
+
+describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's memory", () => {
+  const withMemory = (memory: Record<"gateway" | "internal-gateway", string>): StackConfig => {
+    const base = stackConfig("prod", "on-demand");
+    const gateways = Object.fromEntries(
+      Object.entries(base.gateways).map(([name, g]) => [
+        name,
+        { ...g, resources: { ...g.resources, limits: { ...g.resources.limits, memory: memory[name as "gateway"] } } },
+      ]),
+    ) as StackConfig["gateways"];
+    return { ...base, gateways };
+  };
+  const maxSubClusters = (files: { documents: { cds: Json } }) =>
+    get(
+      ((files.documents.cds.resources as Json[]).find((c) => c.name === ON_DEMAND_CLUSTER) as Json).cluster_type,
+      "typed_config.sub_clusters_config.max_sub_clusters",
+    );
+  const fromStack = (config: StackConfig) =>
+    renderGateways(config, buildRoutingTable(config, { "pr-1": ["web"] })).map(maxSubClusters);
+
+  it("keeps as many as half of the heap holds at 64 KiB each (heap: 80% of the memory limit), per gateway", () => {
+    // 2Gi: 1,717,986,918 bytes of heap, half of it 858,993,459: 13,107 of 65,536 bytes. 512Mi: 3,276.
+    expect(fromStack(withMemory({ gateway: "2Gi", "internal-gateway": "512Mi" }))).toEqual([13_107, 3_276]);
+    expect(fromStack(withMemory({ gateway: "1G", "internal-gateway": "3Gi" }))).toEqual([6_103, 16_384]);
+  });
+
+  it("keeps at least one and at most 16,384 (more than an xDS ConfigMap holds routes)", () => {
+    expect(maxOnDemandSubClusters("100Ki")).toBe(1);
+    expect(maxOnDemandSubClusters("319Ki")).toBe(1);
+    expect(maxOnDemandSubClusters("320Ki")).toBe(2);
+    expect(maxOnDemandSubClusters("2560Mi")).toBe(16_384);
+    expect(maxOnDemandSubClusters("2559Mi")).toBe(16_377);
+    expect(maxOnDemandSubClusters("64Gi")).toBe(16_384);
+  });
+
+  it("renders the same number from the routing config a sync gets as from the stack config", () => {
+    const config = withMemory({ gateway: "768Mi", "internal-gateway": "1Gi" });
+    const table = buildRoutingTable(config, { "pr-1": ["web"] });
+    const routing = routingConfig(config);
+    expect(GATEWAYS.map((g) => maxSubClusters(renderXds(routing, table, g)))).toEqual(fromStack(config));
+    expect(fromStack(config)).toEqual([4_915, 6_553]);
+  });
+
+  it("keeps 16,384, as before, for routes state recorded without the memory limit", () => {
+    const config = withMemory({ gateway: "512Mi", "internal-gateway": "512Mi" });
+    const routing = routingConfig(config);
+    const { resources: _, ...recordedBefore } = routing.gateways.gateway;
+    const old = parseRoutingConfig({ ...routing, gateways: { ...routing.gateways, gateway: recordedBefore } });
+    const table = buildRoutingTable(old, { "pr-1": ["web"] });
+    expect(maxSubClusters(renderXds(old, table, "gateway"))).toBe(16_384);
+    expect(maxSubClusters(renderXds(old, table, "internal-gateway"))).toBe(3_276);
   });
 });
 
