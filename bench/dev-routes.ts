@@ -20,15 +20,23 @@
 // the memory is that of the clusters, not of traffic. The dev routes' auth
 // check is off for the requests (nothing answers for the auth service).
 //
-//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3]
+// With --parts, it measures instead, at the first --pairs, where an on-demand
+// sub-cluster's heap goes: the same files with one part of the on-demand
+// cluster taken out at a time (its TLS, its outlier detection, every stat),
+// and with one worker instead of the pod's, side by side with them as
+// rendered (heap after one request to every route, less the heap idle, per
+// sub-cluster).
+//
+//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts]
 import { request, Agent } from "node:https";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadStackFile } from "../routing/config/load.js";
 import { routingConfig } from "../routing/config/routing-config.js";
 import type { StackConfig } from "../routing/config/schema.js";
-import { translateGateway } from "../routing/envoy/gateway.js";
-import { BOOTSTRAP_FILE, XDS_FILES } from "../routing/envoy/types.js";
+import { translateGateway, type GatewayDocuments } from "../routing/envoy/gateway.js";
+import { BOOTSTRAP_FILE, XDS_FILES, type Json } from "../routing/envoy/types.js";
+import { ON_DEMAND_CLUSTER } from "../routing/names.js";
 import { toReadableYaml, toXdsYaml } from "../routing/envoy/xds.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderXds } from "../routing/render.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
@@ -42,15 +50,16 @@ type Layout = StackConfig["devNamespaces"]["clusters"];
 const LAYOUTS: Layout[] = ["per-service", "on-demand"];
 const PER_NAMESPACE = 10;
 
-function options(): { pairs: number[]; settleSeconds: number } {
+function options(): { pairs: number[]; settleSeconds: number; parts: boolean } {
   const { values } = parseArgs({
     options: {
       pairs: { type: "string", default: "100,1000,5000" },
       settle: { type: "string", default: "3" },
+      parts: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
   });
-  const usage = "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3]";
+  const usage = "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts]";
   if (values.help) {
     console.log(usage);
     process.exit(0);
@@ -61,7 +70,7 @@ function options(): { pairs: number[]; settleSeconds: number } {
   const settleSeconds = Number(values.settle);
   if (!(settleSeconds >= 0 && settleSeconds <= 60))
     throw new Error(`--settle must be 0 to 60 seconds (got ${values.settle})\n${usage}`);
-  return { pairs, settleSeconds };
+  return { pairs, settleSeconds, parts: values.parts };
 }
 
 /** The prod stack with dev/PR routes laid out so, their auth check off. */
@@ -72,9 +81,14 @@ function stack(base: StackConfig, clusters: Layout): StackConfig {
   return { ...base, gateways, devNamespaces: { ...base.devNamespaces, clusters } };
 }
 
-/** Every file of the gateway, written as render writes them, whether or not the xDS ones fit a ConfigMap. */
-function gatewayFiles(config: StackConfig, table: RoutingTable): Record<string, string> {
+/** Every file of the gateway, written as render writes them, whether or not the xDS ones fit a ConfigMap; `edit` changes the documents first. */
+function gatewayFiles(
+  config: StackConfig,
+  table: RoutingTable,
+  edit: (docs: GatewayDocuments) => void = () => {},
+): Record<string, string> {
   const docs = translateGateway(config, table, "gateway");
+  edit(docs);
   const files: Record<string, string> = {
     [BOOTSTRAP_FILE]: toReadableYaml(docs.bootstrap),
     [XDS_FILES.cds]: toXdsYaml(docs.cds),
@@ -186,11 +200,90 @@ async function measure(
   }
 }
 
+/** The on-demand cluster of a gateway's documents. */
+function onDemandCluster(docs: GatewayDocuments): Json {
+  return (docs.cds.resources as Json[]).find((c) => c.name === ON_DEMAND_CLUSTER)!;
+}
+
+/** The on-demand cluster with one part taken out at a time, and with one worker: what each costs a sub-cluster. */
+const PARTS: { part: string; edit?: (docs: GatewayDocuments) => void; workers?: number }[] = [
+  { part: "as rendered" },
+  {
+    part: "without TLS",
+    edit: (docs) => {
+      const cluster = onDemandCluster(docs);
+      delete cluster.transport_socket;
+      delete ((cluster.cluster_type as Json).typed_config as Json).allow_insecure_cluster_options;
+    },
+  },
+  { part: "without outlier detection", edit: (docs) => delete onDemandCluster(docs).outlier_detection },
+  {
+    part: "without any stat",
+    edit: (docs) => (docs.bootstrap.stats_config = { stats_matcher: { reject_all: true } }),
+  },
+  { part: "one worker", workers: 1 },
+];
+
+/** Heap per sub-cluster with each of PARTS, side by side, at `pairs` on demand. */
+async function measureParts(check: LoadCheck, prod: StackConfig, pairs: number, workers: number, settle: number) {
+  const config = stack(prod, "on-demand");
+  const dev = syntheticNamespaces(pairs, PER_NAMESPACE);
+  const table = buildRoutingTable(config, dev);
+  const rows: { part: string; idleMiB: number; activeMiB: number; perSubClusterKiB: number }[] = [];
+  for (const p of PARTS) {
+    const envoy = await check.start(gatewayFiles(config, table, p.edit), undefined, p.workers ?? workers);
+    try {
+      await sleep(settle * 1000);
+      const idleMiB = await heapMiB(envoy);
+      const failed = await requestEvery(await httpsPort(envoy), config.gateways.gateway.devHost, dev);
+      if (failed) throw new Error(`${p.part}: ${failed} requests got no response`);
+      await sleep(settle * 1000);
+      const activeMiB = await heapMiB(envoy);
+      rows.push({ part: p.part, idleMiB, activeMiB, perSubClusterKiB: ((activeMiB - idleMiB) * 1024) / pairs });
+    } finally {
+      await envoy.envoy.stop();
+    }
+  }
+  const pad = (s: string, n: number) => s.padStart(n);
+  console.log(
+    `prod stack gateway, ${pairs.toLocaleString("en-US")} pairs on demand, every route requested once; Envoy --concurrency ${workers} (the pod's) unless said; heap after ${settle}s`,
+  );
+  console.log(
+    [
+      pad("on-demand cluster", 25),
+      pad("heap idle MiB", 13),
+      pad("heap all requested MiB", 22),
+      pad("KiB per sub-cluster", 19),
+      pad("vs as rendered", 14),
+    ].join("  "),
+  );
+  const base = rows[0]!.perSubClusterKiB;
+  for (const r of rows)
+    console.log(
+      [
+        pad(r.part, 25),
+        pad(r.idleMiB.toFixed(1), 13),
+        pad(r.activeMiB.toFixed(1), 22),
+        pad(r.perSubClusterKiB.toFixed(1), 19),
+        pad(`${(r.perSubClusterKiB / base).toFixed(2)}x`, 14),
+      ].join("  "),
+    );
+}
+
 async function main(): Promise<void> {
   const o = options();
   const prod = loadStackFile(join(__dirname, "..", "Pulumi.prod.yaml"));
   const workers = Math.max(1, Math.ceil(parseQuantity(prod.gateways.gateway.resources.limits.cpu) ?? 1));
   envoyApi();
+  if (o.parts) {
+    const check = await LoadCheck.create(prod.clusterDomain, false, "127.0.0.2");
+    try {
+      await measureParts(check, prod, o.pairs[0]!, workers, o.settleSeconds);
+    } finally {
+      await check.stop();
+    }
+    return;
+  }
   const base = (layout: Layout) => {
     const config = stack(prod, layout);
     return configMapBytes(renderXds(routingConfig(config), buildRoutingTable(config), "gateway").xds);
