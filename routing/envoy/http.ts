@@ -2,7 +2,9 @@
 // proxy" guidance lists: trusted client address, path normalisation, header
 // name and size rules, timeouts, HTTP/2 stream and window limits.
 import { envoyDuration } from "./units.js";
+import type { GatewayName } from "../config/schema.js";
 import type { GatewayContext } from "./context.js";
+import { maxOnDemandSubClusters } from "./heap.js";
 import {
   accessLog,
   compressorFilter,
@@ -66,7 +68,11 @@ export function httpsConnectionManager(ctx: GatewayContext): Json {
     upgrade_configs: [{ upgrade_type: "websocket" }],
     ...edgeSettings(ctx),
   };
-  if (ctx.extAuthz.filter) hcm.local_reply_config = loginRedirect();
+  const mappers = [
+    ...(ctx.extAuthz.filter ? [loginRedirect()] : []),
+    ...(ctx.config.devNamespaces.clusters === "on-demand" ? [subClusterOverflowReply(ctx)] : []),
+  ];
+  if (mappers.length > 0) hcm.local_reply_config = { mappers };
   return hcm;
 }
 
@@ -82,17 +88,47 @@ export function loginUrl(ctx: GatewayContext): string {
  */
 export function loginRedirect(): Json {
   return {
-    mappers: [
-      {
-        filter: {
-          status_code_filter: {
-            comparison: { op: "EQ", value: { default_value: 401, runtime_key: "login_redirect_status" } },
-          },
-        },
-        status_code: 302,
+    filter: {
+      status_code_filter: {
+        comparison: { op: "EQ", value: { default_value: 401, runtime_key: "login_redirect_status" } },
       },
-    ],
+    },
+    status_code: 302,
   };
+}
+
+/** Envoy's details of the 503 a request gets when the on-demand cluster keeps as many sub-clusters as it may. */
+export const SUB_CLUSTER_OVERFLOW_DETAILS = "sub_cluster_overflow";
+
+/**
+ * The 503 of a dev/PR route whose Service would be one sub-cluster more than
+ * the gateway pod keeps (maxOnDemandSubClusters, from its memory limit) says,
+ * instead of Envoy's "Sub cluster overflow", what the limit is, which setting
+ * gives it, and when the Service is served.
+ */
+export function subClusterOverflowReply(ctx: GatewayContext): Json {
+  const memory = ctx.settings.resources.limits.memory;
+  return {
+    filter: {
+      extension_filter: {
+        name: "envoy.access_loggers.extension_filters.cel",
+        typed_config: {
+          "@type": TYPE.celAccessLogFilter,
+          expression: `response.code_details == '${SUB_CLUSTER_OVERFLOW_DETAILS}'`,
+        },
+      },
+    },
+    body: { inline_string: subClusterOverflowMessage(ctx.gateway, memory) },
+  };
+}
+
+/** The body of that 503. */
+export function subClusterOverflowMessage(gateway: GatewayName, memoryLimit: string): string {
+  return (
+    `This gateway pod serves ${maxOnDemandSubClusters(memoryLimit)} dev/PR Services at once, as many as its memory ` +
+    `limit allows (gateways.${gateway}.resources.limits.memory: ${memoryLimit}); this one is served once one of ` +
+    `them has gone unused for 5 minutes.\n`
+  );
 }
 
 /** The plain-HTTP listener: ACME challenges to the solver, everything else 301 to HTTPS. */

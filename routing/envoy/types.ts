@@ -31,6 +31,7 @@ export const TYPE = {
   upstreamTls: `${T}envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`,
   httpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
   stdoutAccessLog: `${T}envoy.extensions.access_loggers.stream.v3.StdoutAccessLog`,
+  celAccessLogFilter: `${T}envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter`,
   fixedHeap: `${T}envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig`,
   downstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
   caresResolver: `${T}envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig`,

@@ -1,8 +1,9 @@
 // The on-demand cluster's sub-clusters are bounded by the gateway pod's
 // memory (routing/envoy/heap.ts): on the real Envoy, with the pod's two
 // workers and a 64Mi memory limit (at most 409 sub-clusters), a request to
-// every one of 420 dev/PR Services makes 409 sub-clusters, the other 11 get
-// Envoy's 503 "Sub cluster overflow", a Service already made keeps being
+// every one of 420 dev/PR Services makes 409 sub-clusters, the other 11 get a
+// 503 that says why (Envoy's "Sub cluster overflow", rewritten by the
+// connection manager's local reply config), a Service already made keeps being
 // served through its sub-cluster, the heap they take stays within what the
 // bound assumes (SUB_CLUSTER_HEAP_BYTES each: this fails if an Envoy's
 // sub-cluster costs more), and no overload action fires. DNS answers every Service name with an
@@ -12,6 +13,7 @@ import { Agent } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StackConfig } from "../../routing/config/schema.js";
 import { maxOnDemandSubClusters, SUB_CLUSTER_HEAP_BYTES } from "../../routing/envoy/heap.js";
+import { subClusterOverflowMessage } from "../../routing/envoy/http.js";
 import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { syntheticNamespaces } from "../fixtures/namespaces.js";
@@ -22,7 +24,7 @@ import { e2eStackConfigWith } from "../harness/stack.js";
 
 const MEMORY_LIMIT = "64Mi";
 const SERVICES = 420;
-const OVERFLOW_BODY = "Sub cluster overflow";
+const OVERFLOW_BODY = subClusterOverflowMessage("gateway", MEMORY_LIMIT);
 
 /** The e2e stack with dev/PR routes on demand, the gateway's memory limit MEMORY_LIMIT, its dev routes' auth check off (nothing answers for it here). */
 function stack(): StackConfig {
@@ -66,9 +68,11 @@ afterAll(async () => {
 });
 
 describe("on-demand sub-clusters bounded by the gateway pod's memory, on the real Envoy", () => {
-  it("makes as many sub-clusters as the memory allows, refuses the rest with 503 Sub cluster overflow, and stays within their heap share", async () => {
+  it("makes as many sub-clusters as the memory allows, refuses the rest with a 503 that says why, and stays within their heap share", async () => {
     const max = maxOnDemandSubClusters(MEMORY_LIMIT);
     expect(max).toBe(409);
+    expect(OVERFLOW_BODY).toContain("serves 409 dev/PR Services at once");
+    expect(OVERFLOW_BODY).toContain("gateways.gateway.resources.limits.memory: 64Mi");
     const clustersBefore = await envoy.stats("^cluster_manager\\.active_clusters$");
     const heapBefore = await heapBytes();
     const agent = new Agent({ keepAlive: true, maxSockets: 16, rejectUnauthorized: false });
