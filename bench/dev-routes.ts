@@ -27,7 +27,11 @@
 // rendered (heap after one request to every route, less the heap idle, per
 // sub-cluster).
 //
-//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts]
+// --memory sets the gateway's memory limit (the prod stack's: 2Gi), which
+// bounds how many sub-clusters Envoy keeps on demand (routing/envoy/heap.ts);
+// requests past the bound get a 503 and make none.
+//
+//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts] [--memory 512Mi]
 import { request, Agent } from "node:https";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -41,6 +45,8 @@ import { toReadableYaml, toXdsYaml } from "../routing/envoy/xds.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderXds } from "../routing/render.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
 import { parseQuantity } from "../routing/units.js";
+import { memoryQuantity } from "../routing/config/primitives.js";
+import { maxOnDemandSubClusters } from "../routing/envoy/heap.js";
 import { envoyApi } from "../routing/validation/descriptors.js";
 import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
 import { LoadCheck, type LoadedEnvoy } from "../test/harness/load-check.js";
@@ -50,16 +56,17 @@ type Layout = StackConfig["devNamespaces"]["clusters"];
 const LAYOUTS: Layout[] = ["per-service", "on-demand"];
 const PER_NAMESPACE = 10;
 
-function options(): { pairs: number[]; settleSeconds: number; parts: boolean } {
+function options(): { pairs: number[]; settleSeconds: number; parts: boolean; memory: string | undefined } {
   const { values } = parseArgs({
     options: {
       pairs: { type: "string", default: "100,1000,5000" },
       settle: { type: "string", default: "3" },
       parts: { type: "boolean", default: false },
+      memory: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
-  const usage = "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts]";
+  const usage = "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts] [--memory 512Mi]";
   if (values.help) {
     console.log(usage);
     process.exit(0);
@@ -70,7 +77,19 @@ function options(): { pairs: number[]; settleSeconds: number; parts: boolean } {
   const settleSeconds = Number(values.settle);
   if (!(settleSeconds >= 0 && settleSeconds <= 60))
     throw new Error(`--settle must be 0 to 60 seconds (got ${values.settle})\n${usage}`);
-  return { pairs, settleSeconds, parts: values.parts };
+  if (values.memory !== undefined && !memoryQuantity.safeParse(values.memory).success)
+    throw new Error(
+      `--memory must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1.5G (got ${values.memory})\n${usage}`,
+    );
+  return { pairs, settleSeconds, parts: values.parts, memory: values.memory };
+}
+
+/** The stack with the gateway's memory limit set to `memory` (which bounds its on-demand sub-clusters). */
+function withGatewayMemory(base: StackConfig, memory: string | undefined): StackConfig {
+  if (memory === undefined) return base;
+  const g = base.gateways.gateway;
+  const gateway = { ...g, resources: { ...g.resources, limits: { ...g.resources.limits, memory } } };
+  return { ...base, gateways: { ...base.gateways, gateway } };
 }
 
 /** The prod stack with dev/PR routes laid out so, their auth check off. */
@@ -272,8 +291,9 @@ async function measureParts(check: LoadCheck, prod: StackConfig, pairs: number, 
 
 async function main(): Promise<void> {
   const o = options();
-  const prod = loadStackFile(join(__dirname, "..", "Pulumi.prod.yaml"));
+  const prod = withGatewayMemory(loadStackFile(join(__dirname, "..", "Pulumi.prod.yaml")), o.memory);
   const workers = Math.max(1, Math.ceil(parseQuantity(prod.gateways.gateway.resources.limits.cpu) ?? 1));
+  const memory = prod.gateways.gateway.resources.limits.memory;
   envoyApi();
   if (o.parts) {
     const check = await LoadCheck.create(prod.clusterDomain, false, "127.0.0.2");
@@ -299,7 +319,7 @@ async function main(): Promise<void> {
   }
   const pad = (s: string, n: number) => s.padStart(n);
   console.log(
-    `prod stack gateway, ${PER_NAMESPACE} Services per namespace; Envoy --concurrency ${workers} (the pod's), heap after ${o.settleSeconds}s`,
+    `prod stack gateway, ${PER_NAMESPACE} Services per namespace; Envoy --concurrency ${workers} (the pod's), heap after ${o.settleSeconds}s; memory limit ${memory}: on demand, at most ${maxOnDemandSubClusters(memory).toLocaleString("en-US")} sub-clusters`,
   );
   console.log(
     [

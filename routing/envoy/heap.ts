@@ -13,8 +13,11 @@ export const ON_DEMAND_SHARE_OF_HEAP = 0.5;
 /**
  * What one on-demand sub-cluster adds to Envoy's heap, rounded up: 56 KiB
  * measured (Envoy 1.40, two workers, with its TLS context, outlier detection
- * and the dev/PR stats kept; `bench/dev-routes.ts`), about 3 KiB of it per
- * worker. test/envoy/on-demand-memory.test.ts fails if an Envoy needs more.
+ * and the dev/PR stats kept; `bench/dev-routes.ts --parts`), about 3 KiB of it
+ * per worker: it holds up to 4 workers (a CPU limit of 4). With more, the
+ * sub-clusters may take a little more than their share (8 workers: about 57%
+ * of the heap), still far from the overload manager's limit.
+ * test/envoy/on-demand-memory.test.ts fails if an Envoy needs more.
  */
 export const SUB_CLUSTER_HEAP_BYTES = 64 * 1024;
 
