@@ -258,7 +258,9 @@ async function measureParts(check: LoadCheck, prod: StackConfig, pairs: number, 
       if (failed) throw new Error(`${p.part}: ${failed} requests got no response`);
       await sleep(settle * 1000);
       const activeMiB = await heapMiB(envoy);
-      rows.push({ part: p.part, idleMiB, activeMiB, perSubClusterKiB: ((activeMiB - idleMiB) * 1024) / pairs });
+      // Past the bound of the gateway's memory limit, requests make no sub-cluster.
+      const made = Math.min(pairs, maxOnDemandSubClusters(config.gateways.gateway.resources.limits.memory));
+      rows.push({ part: p.part, idleMiB, activeMiB, perSubClusterKiB: ((activeMiB - idleMiB) * 1024) / made });
     } finally {
       await envoy.envoy.stop();
     }

@@ -6,7 +6,7 @@
 import { gatewayPodsService, ON_DEMAND_CLUSTER, serviceHost, UPSTREAM_PORT } from "../names.js";
 import type { RoutedService, RoutingTable, ServiceVersion } from "../table.js";
 import type { GatewayContext, XdsContext } from "./context.js";
-import { maxOnDemandSubClusters } from "./heap.js";
+import { maxOnDemandSubClusters, ON_DEMAND_SUB_CLUSTER_TTL_SECONDS } from "./heap.js";
 import { FORWARD_PROXY_CLUSTER_TYPE, STATIC_CLUSTER, TYPE, type Json } from "./types.js";
 
 /**
@@ -35,7 +35,7 @@ export function routedOnDemand(service: RoutedService): boolean {
  * that is a strict DNS cluster on it, with everything a service cluster has
  * (every pod an endpoint, the load balancing policy, TLS with SNI and the
  * SAN check from that name, circuit breakers, outlier detection, bounded
- * buffers); a sub-cluster unused for 5 minutes (Envoy's default) goes. It
+ * buffers); a sub-cluster unused for ON_DEMAND_SUB_CLUSTER_TTL_SECONDS goes. It
  * keeps as many sub-clusters as the share of the pod's heap set aside for
  * them holds (maxOnDemandSubClusters). A change of that number (of the memory
  * limit) drops every sub-cluster with its pooled connections; the pods roll
@@ -54,6 +54,7 @@ export function onDemandCluster(ctx: XdsContext): Json {
         sub_clusters_config: {
           lb_policy: ctx.config.upstream.lbPolicy,
           max_sub_clusters: maxOnDemandSubClusters(ctx.settings.resources?.limits.memory),
+          sub_cluster_ttl: `${ON_DEMAND_SUB_CLUSTER_TTL_SECONDS}s`,
           dns_cluster_config: shared.dnsSettings,
         },
         // encrypt-only: no certificate check, so no SAN check against the host either.

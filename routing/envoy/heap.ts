@@ -15,7 +15,7 @@ export const ON_DEMAND_SHARE_OF_HEAP = 0.5;
  * measured (Envoy 1.40, two workers, with its TLS context, outlier detection
  * and the dev/PR stats kept; `bench/dev-routes.ts --parts`), about 3 KiB of it
  * per worker: it holds up to 4 workers (a CPU limit of 4). With more, the
- * sub-clusters may take a little more than their share (8 workers: about 57%
+ * sub-clusters may take a little more than their share (8 workers: under 60%
  * of the heap), still far from the overload manager's limit.
  * test/envoy/on-demand-memory.test.ts fails if an Envoy needs more.
  */
@@ -23,9 +23,13 @@ export const SUB_CLUSTER_HEAP_BYTES = 64 * 1024;
 
 /**
  * The most sub-clusters the on-demand cluster keeps, whatever the memory:
- * more than an xDS ConfigMap holds routes.
+ * more than an xDS ConfigMap holds routes (and the bound of every gateway
+ * before memory sized it).
  */
 export const MAX_ON_DEMAND_SUB_CLUSTERS = 16_384;
+
+/** How long an on-demand sub-cluster unused stays (Envoy's default, written out: the 503 past the bound names it). */
+export const ON_DEMAND_SUB_CLUSTER_TTL_SECONDS = 300;
 
 /** The overload manager's heap limit for a container memory limit ("2Gi"), in bytes. */
 export function heapLimitBytes(memoryLimit: string): number {
@@ -37,8 +41,9 @@ export function heapLimitBytes(memoryLimit: string): number {
  * sub-cluster TTL) a gateway pod with this memory limit keeps: as many as
  * ON_DEMAND_SHARE_OF_HEAP of its heap holds, at least 1, at most
  * MAX_ON_DEMAND_SUB_CLUSTERS. A request for one more Service gets Envoy's 503
- * "Sub cluster overflow" until one goes unused for the TTL. Without a memory
- * limit (routes state recorded before the limit was part of it), the most.
+ * "Sub cluster overflow" (subClusterOverflowReply rewrites it) until one goes
+ * unused for ON_DEMAND_SUB_CLUSTER_TTL_SECONDS. Without a memory limit (routes
+ * state recorded before the limit was part of it), the most, as then.
  */
 export function maxOnDemandSubClusters(memoryLimit: string | undefined): number {
   if (memoryLimit === undefined) return MAX_ON_DEMAND_SUB_CLUSTERS;

@@ -4,7 +4,7 @@
 import { envoyDuration } from "./units.js";
 import type { GatewayName } from "../config/schema.js";
 import type { GatewayContext } from "./context.js";
-import { maxOnDemandSubClusters } from "./heap.js";
+import { maxOnDemandSubClusters, ON_DEMAND_SUB_CLUSTER_TTL_SECONDS } from "./heap.js";
 import {
   accessLog,
   compressorFilter,
@@ -97,6 +97,9 @@ export function loginRedirect(): Json {
   };
 }
 
+/** The access-log filter extension that matches on a CEL expression (local reply mappers use access-log filters). */
+const CEL_ACCESS_LOG_FILTER = "envoy.access_loggers.extension_filters.cel";
+
 /** Envoy's details of the 503 a request gets when the on-demand cluster keeps as many sub-clusters as it may. */
 export const SUB_CLUSTER_OVERFLOW_DETAILS = "sub_cluster_overflow";
 
@@ -111,7 +114,7 @@ export function subClusterOverflowReply(ctx: GatewayContext): Json {
   return {
     filter: {
       extension_filter: {
-        name: "envoy.access_loggers.extension_filters.cel",
+        name: CEL_ACCESS_LOG_FILTER,
         typed_config: {
           "@type": TYPE.celAccessLogFilter,
           expression: `response.code_details == '${SUB_CLUSTER_OVERFLOW_DETAILS}'`,
@@ -127,7 +130,7 @@ export function subClusterOverflowMessage(gateway: GatewayName, memoryLimit: str
   return (
     `This gateway pod serves ${maxOnDemandSubClusters(memoryLimit)} dev/PR Services at once, as many as its memory ` +
     `limit allows (gateways.${gateway}.resources.limits.memory: ${memoryLimit}); this one is served once one of ` +
-    `them has gone unused for 5 minutes.\n`
+    `them has gone unused for ${ON_DEMAND_SUB_CLUSTER_TTL_SECONDS / 60} minutes.\n`
   );
 }
 

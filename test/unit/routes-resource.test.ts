@@ -64,13 +64,13 @@ describe("the routing config the routes resources are given", () => {
       "devHost",
       "domain",
       "replicas",
-      "resources",
       "securityHeaders",
       "serveAliases",
     ]);
-    // Of the resources, only the memory limit (it sizes the on-demand sub-clusters).
-    expect(routing.gateways.gateway.resources).toEqual({
-      limits: { memory: config().gateways.gateway.resources.limits.memory },
+    // With dev/PR routes on demand, of the resources only the memory limit (it bounds the sub-clusters).
+    const onDemand = routingConfig(stackConfig("prod", "on-demand"));
+    expect(onDemand.gateways.gateway.resources).toEqual({
+      limits: { memory: stackConfig("prod").gateways.gateway.resources.limits.memory },
     });
     expect(Object.keys(routing.services[0]!).sort()).toEqual(["aliases", "name", "rateLimit", "websocket"]);
     // A service's own routing choices are facts too, when it makes them.
@@ -112,13 +112,22 @@ describe("the routing config the routes resources are given", () => {
     }
   });
 
-  it("does not change when only a Deployment's settings change", () => {
+  it("does not change when only a Deployment's settings change (the memory limit only matters on demand)", () => {
     const bigger = {
       ...config(),
       services: config().services.map((s) => ({ ...s, replicas: s.replicas + 5 })),
-      gateways: { ...config().gateways, gateway: { ...config().gateways.gateway, maxReplicas: 50 } },
+      gateways: {
+        ...config().gateways,
+        gateway: {
+          ...config().gateways.gateway,
+          maxReplicas: 50,
+          resources: { ...config().gateways.gateway.resources, limits: { cpu: "4", memory: "8Gi" } },
+        },
+      },
     };
     expect(routingConfig(bigger)).toEqual(routingConfig(config()));
+    const onDemand = { ...bigger, devNamespaces: { ...bigger.devNamespaces, clusters: "on-demand" as const } };
+    expect(routingConfig(onDemand).gateways.gateway.resources).toEqual({ limits: { memory: "8Gi" } });
   });
 });
 

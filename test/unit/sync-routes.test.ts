@@ -5,6 +5,7 @@ import type { ProjectStack, RoutesResourceState } from "../../route-sync/stack.j
 import {
   notRecorded,
   plan,
+  type PlannedResource,
   record,
   recorded,
   report,
@@ -162,6 +163,62 @@ describe("sync-routes: what needs an engine run", () => {
     expect(why({ ...r!.outputs, drift: { "pr-1/batch": "cluster pr-1_batch changed" } })).toBe(
       "its ConfigMap was edited out of band",
     );
+  });
+
+  describe("the gateways' memory limits: the state's, until `pulumi up` rolls the pods with a new one", () => {
+    const onDemand = (memory: string) => {
+      const base = stackConfig("prod", "on-demand");
+      const g = base.gateways.gateway;
+      const gateway = { ...g, resources: { ...g.resources, limits: { ...g.resources.limits, memory } } };
+      return { ...base, gateways: { ...base.gateways, gateway } };
+    };
+    /** The state a `pulumi up` with this memory limit recorded (none: recorded before the limit was an input). */
+    const recordedWith = (memory: string | undefined): RoutesResourceState => {
+      const config = routingConfig(onDemand(memory ?? "2Gi"));
+      if (memory === undefined) for (const g of Object.values(config.gateways)) delete g.resources;
+      const facts = {
+        gateway: "gateway" as const,
+        namespace: "default",
+        configMap: "gateway-xds",
+        config,
+        devNamespaces: dev as never,
+      };
+      const r = renderRoutes(facts, at);
+      return {
+        urn: "urn:pulumi:prod::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes",
+        name: "gateway-routes",
+        outputs: {
+          ...facts,
+          routes: routeLines(r.routes),
+          dataDigest: dataDigest(r.files.xds),
+          renderedAt: at.toISOString(),
+        },
+      };
+    };
+    const maxSubClusters = (p: PlannedResource) =>
+      /"max_sub_clusters":(\d+)/.exec(p.rendered.files.xds["cds.yaml"]!)?.[1];
+
+    it("renders the bound of the limit the pods run with, and needs no record when only the stack config's limit changed", () => {
+      const [p] = plan([recordedWith("512Mi")], { config: onDemand("2Gi") }, dev, at);
+      expect(p!.facts.config.gateways.gateway.resources).toEqual({ limits: { memory: "512Mi" } });
+      expect(maxSubClusters(p!)).toBe("3276");
+      expect(recorded(p!)).toBe(true);
+      // Once `pulumi up` recorded the new limit, the sync renders its bound.
+      expect(maxSubClusters(plan([recordedWith("2Gi")], { config: onDemand("2Gi") }, dev, at)[0]!)).toBe("13107");
+    });
+
+    it("keeps the bound of state recorded without a limit (16,384), and takes the rest of the config from the stack", () => {
+      const [p] = plan([recordedWith(undefined)], { config: onDemand("512Mi") }, dev, at);
+      expect(p!.facts.config.gateways.gateway.resources).toBeUndefined();
+      expect(p!.facts.config.gateways["internal-gateway"].resources).toBeUndefined();
+      expect(maxSubClusters(p!)).toBe("16384");
+      expect(recorded(p!)).toBe(true);
+      const moreReplicas = { ...onDemand("512Mi"), gateways: { ...onDemand("512Mi").gateways } };
+      moreReplicas.gateways.gateway = { ...moreReplicas.gateways.gateway, replicas: 7 };
+      expect(notRecorded(plan([recordedWith(undefined)], { config: moreReplicas }, dev, at)[0]!)).toBe(
+        "its state's config.gateways.gateway.replicas differs",
+      );
+    });
   });
 
   it("no record for a changed kubeconfig alone: the state is read without its secrets; the next write or `pulumi up` records it", () => {

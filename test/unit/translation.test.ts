@@ -311,6 +311,45 @@ describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's me
     expect(fromStack(config)).toEqual([4_915, 6_553]);
   });
 
+  it("names in the 503 past the bound the number the cluster has, the gateway's key and its limit; the only mapper without ext_authz", () => {
+    const overflow = (files: { documents: { bootstrap: Json } }) => {
+      const mappers = get(httpsHcm(files), "local_reply_config.mappers") as Json[];
+      return mappers.map((m) => String(get(m, "body.inline_string") ?? "login redirect"));
+    };
+    const httpsHcm = (files: { documents: { bootstrap: Json } }) =>
+      networkFilters(
+        ((files.documents.bootstrap.static_resources as Json).listeners as Json[]).find((l) => l.name === "https")!,
+      ).find((f) => f.name === "envoy.filters.network.http_connection_manager")!.typed_config as Json;
+    for (const memory of ["300Mi", "1536Mi"]) {
+      const config = withMemory({ gateway: memory, "internal-gateway": "2Gi" });
+      const [g, i] = renderGateways(config, buildRoutingTable(config, { "pr-1": ["web"] }));
+      const [max] = fromStack(config);
+      expect(overflow(g!)).toEqual([
+        "login redirect",
+        expect.stringContaining(
+          `serves ${max} dev/PR Services at once, as many as its memory limit allows (gateways.gateway.resources.limits.memory: ${memory}); this one is served once one of them has gone unused for 5 minutes.`,
+        ),
+      ]);
+      expect(overflow(i!)[1]).toContain("gateways.internal-gateway.resources.limits.memory: 2Gi");
+    }
+    const noAuth = withMemory({ gateway: "1Gi", "internal-gateway": "1Gi" });
+    noAuth.gateways = {
+      gateway: { ...noAuth.gateways.gateway, authenticateDevRoutes: false, authenticateMetrics: false },
+      "internal-gateway": {
+        ...noAuth.gateways["internal-gateway"],
+        authenticateDevRoutes: false,
+        authenticateMetrics: false,
+      },
+    };
+    noAuth.services = noAuth.services.map((s) => ({ ...s, authenticateMetrics: false }));
+    const [g] = renderGateways(noAuth, buildRoutingTable(noAuth, { "pr-1": ["web"] }));
+    expect(overflow(g!)).toEqual([expect.stringContaining("serves 6553 dev/PR Services at once")]);
+    // Per-service dev/PR routes: no sub-clusters, so no such reply.
+    const perService = { ...noAuth, devNamespaces: { ...noAuth.devNamespaces, clusters: "per-service" as const } };
+    const [p] = renderGateways(perService, buildRoutingTable(perService, { "pr-1": ["web"] }));
+    expect(get(httpsHcm(p!), "local_reply_config")).toBeUndefined();
+  });
+
   it("keeps 16,384, as before, for routes state recorded without the memory limit", () => {
     const config = withMemory({ gateway: "512Mi", "internal-gateway": "512Mi" });
     const routing = routingConfig(config);
