@@ -15,7 +15,7 @@ import {
   writeLive,
 } from "../../route-sync/sync.js";
 import { renderRoutes, routesInputs } from "../../routes-provider/core.js";
-import { routingConfig } from "../../routing/config/schema.js";
+import { routingConfig, type RoutingConfig } from "../../routing/config/schema.js";
 import { dataDigest } from "../../routing/units.js";
 import { minutesIntoShift, SHIFT_START, shiftedService } from "./fixtures.js";
 import { routeLines, routesView } from "../../routing/routes-view.js";
@@ -84,13 +84,17 @@ describe("sync-routes report", () => {
 });
 
 describe("sync-routes: what needs an engine run", () => {
-  /** A routes resource's state as a sync recorded it: these namespaces, rendered at `at`. */
-  function stateOf(dev: Record<string, unknown>, at: Date): RoutesResourceState[] {
+  /** A routes resource's state as a sync recorded it: these namespaces, rendered at `at` (with this routing config). */
+  function stateOf(
+    dev: Record<string, unknown>,
+    at: Date,
+    routing: RoutingConfig = routingConfig(config()),
+  ): RoutesResourceState[] {
     const facts = {
       gateway: "gateway" as const,
       namespace: "default",
       configMap: "gateway-xds",
-      config: routingConfig(config()),
+      config: routing,
       devNamespaces: dev as never,
     };
     const r = renderRoutes(facts, at);
@@ -174,26 +178,9 @@ describe("sync-routes: what needs an engine run", () => {
     };
     /** The state a `pulumi up` with this memory limit recorded (none: recorded before the limit was an input). */
     const recordedWith = (memory: string | undefined): RoutesResourceState => {
-      const config = routingConfig(onDemand(memory ?? "2Gi"));
-      if (memory === undefined) for (const g of Object.values(config.gateways)) delete g.resources;
-      const facts = {
-        gateway: "gateway" as const,
-        namespace: "default",
-        configMap: "gateway-xds",
-        config,
-        devNamespaces: dev as never,
-      };
-      const r = renderRoutes(facts, at);
-      return {
-        urn: "urn:pulumi:prod::envoy-gateways::pulumi-nodejs:dynamic/envoy-gateways:Routes::gateway-routes",
-        name: "gateway-routes",
-        outputs: {
-          ...facts,
-          routes: routeLines(r.routes),
-          dataDigest: dataDigest(r.files.xds),
-          renderedAt: at.toISOString(),
-        },
-      };
+      const routing = routingConfig(onDemand(memory ?? "2Gi"));
+      if (memory === undefined) for (const g of Object.values(routing.gateways)) delete g.resources;
+      return stateOf(dev, at, routing)[0]!;
     };
     const maxSubClusters = (p: PlannedResource) =>
       /"max_sub_clusters":(\d+)/.exec(p.rendered.files.xds["cds.yaml"]!)?.[1];
