@@ -48,6 +48,7 @@ import { parseQuantity } from "../routing/units.js";
 import { memoryQuantity } from "../routing/config/primitives.js";
 import { maxOnDemandSubClusters } from "../routing/envoy/heap.js";
 import { envoyApi } from "../routing/validation/descriptors.js";
+import { withGatewayMemory } from "../test/fixtures/gateway-memory.js";
 import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
 import { LoadCheck, type LoadedEnvoy } from "../test/harness/load-check.js";
 import { sleep, waitFor } from "../test/harness/processes.js";
@@ -82,14 +83,6 @@ function options(): { pairs: number[]; settleSeconds: number; parts: boolean; me
       `--memory must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1.5G (got ${values.memory})\n${usage}`,
     );
   return { pairs, settleSeconds, parts: values.parts, memory: values.memory };
-}
-
-/** The stack with the gateway's memory limit set to `memory` (which bounds its on-demand sub-clusters). */
-function withGatewayMemory(base: StackConfig, memory: string | undefined): StackConfig {
-  if (memory === undefined) return base;
-  const g = base.gateways.gateway;
-  const gateway = { ...g, resources: { ...g.resources, limits: { ...g.resources.limits, memory } } };
-  return { ...base, gateways: { ...base.gateways, gateway } };
 }
 
 /** The prod stack with dev/PR routes laid out so, their auth check off. */
@@ -130,16 +123,7 @@ interface Measured {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 async function heapMiB(envoy: LoadedEnvoy): Promise<number> {
-  const memory = JSON.parse(await envoy.envoy.admin("/memory")) as { allocated: string };
-  return Number(memory.allocated) / 2 ** 20;
-}
-
-/** The TLS listener's address, as Envoy bound it. */
-async function httpsPort(envoy: LoadedEnvoy): Promise<number> {
-  const listeners = JSON.parse(await envoy.envoy.admin("/listeners?format=json")) as {
-    listener_statuses: { name: string; local_address: { socket_address: { port_value: number } } }[];
-  };
-  return listeners.listener_statuses.find((l) => l.name === "https")!.local_address.socket_address.port_value;
+  return (await envoy.envoy.heapBytes()) / 2 ** 20;
 }
 
 /** One GET to every dev route (32 at a time, each bounded to 10 s); returns how many got no response. */
@@ -199,7 +183,7 @@ async function measure(
   try {
     await sleep(settleSeconds * 1000);
     const idleMiB = await heapMiB(envoy);
-    const failed = await requestEvery(await httpsPort(envoy), config.gateways.gateway.devHost, dev);
+    const failed = await requestEvery(await envoy.envoy.listenerPort("https"), config.gateways.gateway.devHost, dev);
     await sleep(settleSeconds * 1000);
     const activeMiB = await heapMiB(envoy);
     const clusters = (await envoy.stats("^cluster_manager\\.active_clusters$")).get("cluster_manager.active_clusters")!;
@@ -254,7 +238,7 @@ async function measureParts(check: LoadCheck, prod: StackConfig, pairs: number, 
     try {
       await sleep(settle * 1000);
       const idleMiB = await heapMiB(envoy);
-      const failed = await requestEvery(await httpsPort(envoy), config.gateways.gateway.devHost, dev);
+      const failed = await requestEvery(await envoy.envoy.listenerPort("https"), config.gateways.gateway.devHost, dev);
       if (failed) throw new Error(`${p.part}: ${failed} requests got no response`);
       await sleep(settle * 1000);
       const activeMiB = await heapMiB(envoy);
@@ -293,7 +277,7 @@ async function measureParts(check: LoadCheck, prod: StackConfig, pairs: number, 
 
 async function main(): Promise<void> {
   const o = options();
-  const prod = withGatewayMemory(loadStackFile(join(__dirname, "..", "Pulumi.prod.yaml")), o.memory);
+  const prod = withGatewayMemory(loadStackFile(join(__dirname, "..", "Pulumi.prod.yaml")), { gateway: o.memory });
   const workers = Math.max(1, Math.ceil(parseQuantity(prod.gateways.gateway.resources.limits.cpu) ?? 1));
   const memory = prod.gateways.gateway.resources.limits.memory;
   envoyApi();

@@ -85,11 +85,10 @@ async function main(): Promise<void> {
       for (const variant of VARIANTS) {
         const envoy = await check.start(files(config, pairs, variant), undefined, workers);
         await sleep(o.settleSeconds * 1000);
-        const memory = JSON.parse(await envoy.envoy.admin("/memory")) as { allocated: string };
         const lines = (await envoy.envoy.admin("/stats")).split("\n").filter(Boolean);
         const dev = lines.filter((l) => l.startsWith("cluster.pr-10000_batch.")).length;
         results.set(`${pairs}/${variant}`, {
-          allocatedMiB: Number(memory.allocated) / 2 ** 20,
+          allocatedMiB: (await envoy.envoy.heapBytes()) / 2 ** 20,
           stats: lines.length,
           devClusterStats: dev,
         });

@@ -52,7 +52,8 @@ export function httpsConnectionManager(ctx: GatewayContext): Json {
   if (ctx.extAuthz.filter) filters.push(loginLocationFilter(loginUrl(ctx)), extAuthzFilter(ctx.config));
   filters.push(localRateLimitFilter());
   if (ctx.settings.compression) filters.push(compressorFilter());
-  if (ctx.config.devNamespaces.clusters === "on-demand") filters.push(devUpstreamHostFilter(), forwardProxyFilter());
+  const onDemand = ctx.config.devNamespaces.clusters === "on-demand";
+  if (onDemand) filters.push(devUpstreamHostFilter(), forwardProxyFilter());
   filters.push(routerFilter());
   const hcm: Json = {
     "@type": TYPE.hcm,
@@ -70,7 +71,7 @@ export function httpsConnectionManager(ctx: GatewayContext): Json {
   };
   const mappers = [
     ...(ctx.extAuthz.filter ? [loginRedirect()] : []),
-    ...(ctx.config.devNamespaces.clusters === "on-demand" ? [subClusterOverflowReply(ctx)] : []),
+    ...(onDemand ? [subClusterOverflowReply(ctx)] : []),
   ];
   if (mappers.length > 0) hcm.local_reply_config = { mappers };
   return hcm;
@@ -101,7 +102,7 @@ export function loginRedirect(): Json {
 const CEL_ACCESS_LOG_FILTER = "envoy.access_loggers.extension_filters.cel";
 
 /** Envoy's details of the 503 a request gets when the on-demand cluster keeps as many sub-clusters as it may. */
-export const SUB_CLUSTER_OVERFLOW_DETAILS = "sub_cluster_overflow";
+const SUB_CLUSTER_OVERFLOW_DETAILS = "sub_cluster_overflow";
 
 /**
  * The 503 of a dev/PR route whose Service would be one sub-cluster more than

@@ -16,6 +16,7 @@ import { maxOnDemandSubClusters, SUB_CLUSTER_HEAP_BYTES } from "../../routing/en
 import { subClusterOverflowMessage } from "../../routing/envoy/http.js";
 import { renderGateway } from "../../routing/render.js";
 import { buildRoutingTable } from "../../routing/table.js";
+import { withGatewayMemory } from "../fixtures/gateway-memory.js";
 import { syntheticNamespaces } from "../fixtures/namespaces.js";
 import { httpsGet, type Response } from "../harness/client.js";
 import { LoadCheck, type LoadedEnvoy } from "../harness/load-check.js";
@@ -28,13 +29,8 @@ const OVERFLOW_BODY = subClusterOverflowMessage("gateway", MEMORY_LIMIT);
 
 /** The e2e stack with dev/PR routes on demand, the gateway's memory limit MEMORY_LIMIT, its dev routes' auth check off (nothing answers for it here). */
 function stack(): StackConfig {
-  const base = e2eStackConfigWith("on-demand");
-  const g = base.gateways.gateway;
-  const gateway = {
-    ...g,
-    authenticateDevRoutes: false,
-    resources: { ...g.resources, limits: { ...g.resources.limits, memory: MEMORY_LIMIT } },
-  };
+  const base = withGatewayMemory(e2eStackConfigWith("on-demand"), { gateway: MEMORY_LIMIT });
+  const gateway = { ...base.gateways.gateway, authenticateDevRoutes: false };
   return { ...base, gateways: { ...base.gateways, gateway } };
 }
 
@@ -45,10 +41,6 @@ let check: LoadCheck;
 let envoy: LoadedEnvoy;
 let port: number;
 
-async function heapBytes(): Promise<number> {
-  return Number((JSON.parse(await envoy.envoy.admin("/memory")) as { allocated: string }).allocated);
-}
-
 async function get(path: string, agent: Agent): Promise<Response> {
   return httpsGet({ address: "127.0.0.1", port }, { host: config.gateways.gateway.devHost, path, agent });
 }
@@ -57,10 +49,7 @@ beforeAll(async () => {
   check = await LoadCheck.create(config.clusterDomain, false, "127.0.0.2");
   const files = renderGateway(config, buildRoutingTable(config, dev), "gateway");
   envoy = await check.start({ ...files.bootstrap, ...files.xds }, undefined, 2);
-  const listeners = JSON.parse(await envoy.envoy.admin("/listeners?format=json")) as {
-    listener_statuses: { name: string; local_address: { socket_address: { port_value: number } } }[];
-  };
-  port = listeners.listener_statuses.find((l) => l.name === "https")!.local_address.socket_address.port_value;
+  port = await envoy.envoy.listenerPort("https");
 });
 
 afterAll(async () => {
@@ -74,7 +63,7 @@ describe("on-demand sub-clusters bounded by the gateway pod's memory, on the rea
     expect(OVERFLOW_BODY).toContain("serves 409 dev/PR Services at once");
     expect(OVERFLOW_BODY).toContain("gateways.gateway.resources.limits.memory: 64Mi");
     const clustersBefore = await envoy.stats("^cluster_manager\\.active_clusters$");
-    const heapBefore = await heapBytes();
+    const heapBefore = await envoy.envoy.heapBytes();
     const agent = new Agent({ keepAlive: true, maxSockets: 16, rejectUnauthorized: false });
     const answers: Response[] = [];
     let next = 0;
@@ -111,7 +100,7 @@ describe("on-demand sub-clusters bounded by the gateway pod's memory, on the rea
     agent.destroy();
 
     await sleep(2_000);
-    const taken = (await heapBytes()) - heapBefore;
+    const taken = (await envoy.envoy.heapBytes()) - heapBefore;
     expect(taken, `heap taken by ${max} sub-clusters`).toBeLessThanOrEqual(max * SUB_CLUSTER_HEAP_BYTES);
     // No overload action fired: production's requests were never at risk.
     const overload = await envoy.stats("^overload\\..*\\.active$");

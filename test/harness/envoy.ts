@@ -120,6 +120,21 @@ export class EnvoyProcess {
     return stats;
   }
 
+  /** The heap tcmalloc has allocated (admin /memory), in bytes. */
+  async heapBytes(): Promise<number> {
+    return Number((JSON.parse(await this.admin("/memory")) as { allocated: string }).allocated);
+  }
+
+  /** The port Envoy bound for the listener `name` (such as a port 0 in the bootstrap). */
+  async listenerPort(name: string): Promise<number> {
+    const listeners = JSON.parse(await this.admin("/listeners?format=json")) as {
+      listener_statuses: { name: string; local_address: { socket_address: { port_value: number } } }[];
+    };
+    const listener = listeners.listener_statuses.find((l) => l.name === name);
+    if (!listener) throw new Error(`Envoy has no listener ${name}`);
+    return listener.local_address.socket_address.port_value;
+  }
+
   async stat(name: string): Promise<number> {
     const stats = await this.stats(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
     return stats.get(name) ?? 0;

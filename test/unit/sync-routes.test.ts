@@ -22,6 +22,7 @@ import { routeLines, routesView } from "../../routing/routes-view.js";
 import { buildRoutingTable } from "../../routing/table.js";
 import { eachTest } from "./each-test.js";
 import { stackConfig } from "./fixtures.js";
+import { withGatewayMemory } from "../fixtures/gateway-memory.js";
 
 /** The program the record step runs inline, and the state it reads after: stand-ins, to see what they are given. */
 const engine = vi.hoisted(() => ({
@@ -170,12 +171,7 @@ describe("sync-routes: what needs an engine run", () => {
   });
 
   describe("the gateways' memory limits: the state's, until `pulumi up` rolls the pods with a new one", () => {
-    const onDemand = (memory: string) => {
-      const base = stackConfig("prod", "on-demand");
-      const g = base.gateways.gateway;
-      const gateway = { ...g, resources: { ...g.resources, limits: { ...g.resources.limits, memory } } };
-      return { ...base, gateways: { ...base.gateways, gateway } };
-    };
+    const onDemand = (memory: string) => withGatewayMemory(stackConfig("prod", "on-demand"), { gateway: memory });
     /** The state a `pulumi up` with this memory limit recorded (none: recorded before the limit was an input). */
     const recordedWith = (memory: string | undefined): RoutesResourceState => {
       const routing = routingConfig(onDemand(memory ?? "2Gi"));

@@ -4,6 +4,7 @@ import type { Json } from "../../routing/envoy/types.js";
 import { notStartingWith } from "../../routing/envoy/stats.js";
 import { renderGateway, renderGateways, renderXds } from "../../routing/render.js";
 import { maxOnDemandSubClusters } from "../../routing/envoy/heap.js";
+import { withGatewayMemory } from "../fixtures/gateway-memory.js";
 import { ON_DEMAND_CLUSTER } from "../../routing/names.js";
 import { routingConfig, type StackConfig } from "../../routing/config/schema.js";
 import { GATEWAYS } from "../../routing/config/schema.js";
@@ -270,16 +271,8 @@ describe("clusters", () => {
 });
 
 describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's memory", () => {
-  const withMemory = (memory: Record<"gateway" | "internal-gateway", string>): StackConfig => {
-    const base = stackConfig("prod", "on-demand");
-    const gateways = Object.fromEntries(
-      Object.entries(base.gateways).map(([name, g]) => [
-        name,
-        { ...g, resources: { ...g.resources, limits: { ...g.resources.limits, memory: memory[name as "gateway"] } } },
-      ]),
-    ) as StackConfig["gateways"];
-    return { ...base, gateways };
-  };
+  const withMemory = (memory: Record<"gateway" | "internal-gateway", string>): StackConfig =>
+    withGatewayMemory(stackConfig("prod", "on-demand"), memory);
   const maxSubClusters = (files: { documents: { cds: Json } }) =>
     get(
       ((files.documents.cds.resources as Json[]).find((c) => c.name === ON_DEMAND_CLUSTER) as Json).cluster_type,
