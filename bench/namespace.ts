@@ -162,6 +162,7 @@ async function run(
   let gateway: GatewayClient | undefined;
   let watch: ReturnType<typeof spawn> | undefined;
   let configMapWatch: AbortController | undefined;
+  let stopWatching = () => {};
   try {
     stack = await ProgramStack.create(cluster, { from: "dev", stack: "bench" });
     if (clusters) await stack.ws.ok(["config", "set", "--path", CLUSTERS_KEY, clusters]);
@@ -224,12 +225,23 @@ async function run(
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfig);
     const versions: { at: number; rds: string }[] = [];
-    configMapWatch = await new Watch(kc).watch(
-      `/api/v1/namespaces/${stack.config.namespace}/configmaps`,
-      { fieldSelector: "metadata.name=gateway-xds" },
-      (_type: string, cm: V1ConfigMap) => versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
-      () => {},
-    );
+    // Watched again whenever the API server ends the watch (a missed version would leave heldAt waiting).
+    let watching = true;
+    const watchConfigMap = async (): Promise<void> => {
+      configMapWatch = await new Watch(kc).watch(
+        `/api/v1/namespaces/${stack!.config.namespace}/configmaps`,
+        { fieldSelector: "metadata.name=gateway-xds" },
+        (_type: string, cm: V1ConfigMap) => versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
+        () => {
+          if (watching) void watchConfigMap();
+        },
+      );
+    };
+    stopWatching = () => {
+      watching = false;
+      configMapWatch?.abort();
+    };
+    await watchConfigMap();
     /** When the first version since `since` came that `holds`: the ConfigMap's own instant, not a poll's. */
     const heldAt = (what: string, since: number, holds: (rds: string) => boolean) =>
       until(what, LIMIT_MS, async () => versions.find((v) => v.at >= since && holds(v.rds))?.at, undefined, 20).finally(
@@ -326,7 +338,7 @@ async function run(
       busy: cpu.busy,
     };
   } finally {
-    configMapWatch?.abort();
+    stopWatching();
     // npm does not pass SIGTERM on to the script: signal its whole process group (its own, detached).
     const group = (signal: NodeJS.Signals) => {
       try {

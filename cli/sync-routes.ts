@@ -92,8 +92,15 @@ async function main(): Promise<number> {
   if (state.length === 0)
     throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
   const { watchRoutes } = await import("../route-sync/watch.js");
+  const { recordThread } = await import("../route-sync/record-thread.js");
+  // Records on a thread of their own: this one stays free for the live writes.
+  const records = recordThread();
   // While a traffic shift moves, weights change with time alone: re-render every 10 s.
-  const watcher = watchRoutes(stack, { sync, state }, { debounceMs, resyncMs: 10_000, lock, log });
+  const watcher = watchRoutes(
+    stack,
+    { sync, state },
+    { debounceMs, resyncMs: 10_000, lock, log, record: records.record },
+  );
   log(
     `watching namespaces labelled ${sync.config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`,
   );
@@ -110,6 +117,7 @@ async function main(): Promise<number> {
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
   await watcher.done;
+  await records.stop();
   log("stopped");
   return 0;
 }
