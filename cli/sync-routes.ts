@@ -92,9 +92,9 @@ async function main(): Promise<number> {
   if (state.length === 0)
     throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
   const { watchRoutes } = await import("../route-sync/watch.js");
-  const { recordThread } = await import("../route-sync/record-thread.js");
-  // Records on a thread of their own: this one stays free for the live writes.
-  const records = recordThread();
+  const { recordProcess } = await import("../route-sync/record-process.js");
+  // Records in a child process of their own: this one stays free for the live writes.
+  const records = recordProcess();
   // While a traffic shift moves, weights change with time alone: re-render every 10 s.
   const watcher = watchRoutes(
     stack,

@@ -26,10 +26,28 @@ export async function runProgram(sync?: SyncRecord) {
     devNamespaces = await discoverDevNamespaces(loaded, now);
   }
   const stack = declareStack(loaded, devNamespaces, now, sync);
+  await registered(stack.routesResources);
   return {
     /** Each gateway's Service and external address. */
     gateways: stack.gateways,
     /** Every routed host and path per gateway, and the upstream it reaches. */
     routes: stack.routes,
   };
+}
+
+/**
+ * Resolves once the engine has registered each resource; rejects with the
+ * first registration that failed (the SDK fails a resource's URN with it).
+ * The engine deletes, at the end of a run, the resources the program did not
+ * register, and a registration that fails after the program has returned is
+ * reported only after those deletes (as the Automation API runs an inline
+ * program, @pulumi/pulumi 3.x). A routes resource whose registration failed
+ * so (its dynamic provider could not be serialized, say) was deleted, and its
+ * delete writes the gateway's ConfigMap with the production routes alone:
+ * every dev/PR route gone. Awaited here, the failure fails the program, and
+ * the engine deletes nothing.
+ */
+export async function registered(resources: readonly pulumi.Resource[]): Promise<void> {
+  // Output.promise() is the SDK's own way to await a value; it is not in its type declarations.
+  await Promise.all(resources.map((r) => (r.urn as unknown as { promise(): Promise<string> }).promise()));
 }

@@ -74,6 +74,8 @@ export interface StackOutputs {
   routes: Record<GatewayName, string[]>;
   gatewayResources: Record<GatewayName, EnvoyGateway>;
   services: HeadlessService[];
+  /** The routes resource of each gateway (none in render mode). */
+  routesResources: Routes[];
 }
 
 /**
@@ -128,6 +130,7 @@ export function declareStack(
   const gatewayResources = {} as Record<GatewayName, EnvoyGateway>;
   const gateways = {} as StackOutputs["gateways"];
   const routes = {} as StackOutputs["routes"];
+  const routesResources: Routes[] = [];
   for (const gateway of GATEWAYS) {
     const g = new EnvoyGateway(
       gateway,
@@ -149,7 +152,7 @@ export function declareStack(
     routes[gateway] = describeRoutes(routesView(routing, table, gateway));
     // In render mode there is no cluster to write to: the ConfigMaps carry the production routes.
     if (!config.renderYamlToDirectory) {
-      new Routes(
+      const resource = new Routes(
         `${gateway}-routes`,
         routesInputs(
           { gateway, namespace: config.namespace, configMap: g.xdsConfigMap.metadata.name },
@@ -159,6 +162,7 @@ export function declareStack(
         ),
         { dependsOn: [g.xdsConfigMap] },
       );
+      routesResources.push(resource);
     }
   }
   new RouteSyncAccess(
@@ -171,5 +175,5 @@ export function declareStack(
     },
     { provider },
   );
-  return { gateways, routes, gatewayResources, services };
+  return { gateways, routes, gatewayResources, services, routesResources };
 }

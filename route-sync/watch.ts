@@ -44,7 +44,7 @@ import {
 } from "./sync.js";
 import type { LockWait } from "./lock.js";
 import { serialRunner } from "./serial-runner.js";
-import type { Recorder } from "./record-thread.js";
+import type { Recorder } from "./record-process.js";
 import { RoutesInputError } from "../routes-provider/core.js";
 import type { StatusWritten } from "../kube/route-status.js";
 import type { RoutesView } from "../routing/routes-view.js";
@@ -62,7 +62,7 @@ export interface WatchOptions {
   onEvent?: (event: { kind: "live" | "recorded"; seconds: number }) => void;
   /**
    * What runs a record (default: route-sync/sync.ts `record`, in this
-   * thread). sync-routes gives the record thread's (record-thread.ts), so
+   * thread). sync-routes gives its record process's (record-process.ts), so
    * that a record's work in this process never holds a live write back.
    */
   record?: Recorder;

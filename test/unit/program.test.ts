@@ -483,3 +483,36 @@ describe("bad stack config", () => {
     expect((error as Error).message).toMatch(/envoy-gateways:kubeconfig: .*value not shown: it is a secret/);
   });
 });
+
+describe("registered", () => {
+  const resource = (urn: Promise<string>) => ({ urn: { promise: () => urn } }) as unknown as pulumi.Resource;
+
+  it("resolves once every resource is registered", async () => {
+    let registeredLast!: (urn: string) => void;
+    const last = new Promise<string>((r) => (registeredLast = r));
+    const { registered } = await import("../../program/main.js");
+    let done = false;
+    const waiting = registered([resource(Promise.resolve("urn:a")), resource(last)]).then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(false);
+    registeredLast("urn:b");
+    await waiting;
+    expect(done).toBe(true);
+  });
+
+  it("fails the program with a registration that failed, so the engine deletes nothing", async () => {
+    const { registered } = await import("../../program/main.js");
+    await expect(
+      registered([
+        resource(Promise.resolve("urn:a")),
+        resource(Promise.reject(new Error("Trace events are unavailable"))),
+      ]),
+    ).rejects.toThrow("Trace events are unavailable");
+  });
+
+  it("awaits the SDK's own resources (their URN under the mocks: Output.promise is still there)", async () => {
+    const { registered } = await import("../../program/main.js");
+    const r = new pulumi.CustomResource("test:index:Thing", "thing", { value: 1 });
+    await expect(registered([r])).resolves.toBeUndefined();
+  });
+});

@@ -1,17 +1,17 @@
-// The watcher's record thread (route-sync/record-thread.ts) with a stand-in
-// worker (test/fixtures/record-worker/fake.mjs): what `record` is given
-// crosses into the thread, its progress lines and the state come back to the
-// caller, a failure comes back with the engine's lines, and a thread that dies
-// fails the record in flight and is started again for the next one. The real
-// worker runs in the e2e tests of `dist/sync-routes --watch`.
+// The watcher's record process (route-sync/record-process.ts) with a stand-in
+// child (test/fixtures/record-child/fake.mjs): what `record` is given crosses
+// into the child, its progress lines and the state come back to the caller, a
+// failure comes back with the engine's lines, and a child that dies fails the
+// record in flight and is started again for the next one. The real child runs
+// in the e2e tests of `dist/sync-routes --watch`.
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SyncRecord } from "../../program/main.js";
-import { recordThread, recordWorkerFile, type RecordThread } from "../../route-sync/record-thread.js";
+import { recordChildFile, recordProcess, type RecordProcess } from "../../route-sync/record-process.js";
 import { engineErrorLines, ProjectStack, type RoutesResourceState } from "../../route-sync/stack.js";
 import { ROOT } from "./fixtures.js";
 
-const FAKE = join(ROOT, "test", "fixtures", "record-worker", "fake.mjs");
+const FAKE = join(ROOT, "test", "fixtures", "record-child", "fake.mjs");
 
 const state: RoutesResourceState[] = [
   {
@@ -26,24 +26,24 @@ const sync: SyncRecord = {
   written: { gateway: "d1" },
 };
 
-let thread: RecordThread | undefined;
+let child: RecordProcess | undefined;
 afterEach(async () => {
-  await thread?.stop();
-  thread = undefined;
+  await child?.stop();
+  child = undefined;
 });
 
 function recordOn(name: string, options: { lock?: { maxWaitMs: number; sleep?: (ms: number) => Promise<void> } } = {}) {
-  thread ??= recordThread(FAKE);
+  child ??= recordProcess(FAKE);
   const lines: string[] = [];
-  const result = thread.record(new ProjectStack(name, "/srv/project", 10), state, sync, {
+  const result = child.record(new ProjectStack(name, "/srv/project", 10), state, sync, {
     log: (line) => lines.push(line),
     ...options,
   });
   return { lines, result };
 }
 
-describe("recordThread", () => {
-  it("gives the worker the stack, the state, the sync and the lock wait, and returns its lines and the state after", async () => {
+describe("recordProcess", () => {
+  it("gives the child the stack, the state, the sync and the lock wait, and returns its lines and the state after", async () => {
     const { lines, result } = recordOn("records", { lock: { maxWaitMs: 90_000, sleep: async () => {} } });
     const after = await result;
     expect(after).toEqual([{ ...state[0], outputs: { dataDigest: "d1" } }]);
@@ -57,7 +57,7 @@ describe("recordThread", () => {
     expect(lines[1]).toBe("lock: null");
   });
 
-  it("fails the record with the worker's message and the engine's error lines", async () => {
+  it("fails the record with the child's message and the engine's error lines", async () => {
     const { result } = recordOn("refused");
     const e = await result.then(
       () => undefined,
@@ -68,21 +68,28 @@ describe("recordThread", () => {
     expect(engineErrorLines(e)).toBe("error: the stack is currently locked by 1 lock(s)");
   });
 
-  it("fails the record in flight when the thread exits, and starts a new thread for the next record", async () => {
+  it("fails the record in flight when the child exits, and starts a new child for the next record", async () => {
     await expect(recordOn("exits").result).rejects.toThrow(
-      "the record's thread stopped (exit code 3) before the record ended; the next record writes the routes",
+      "the record's process ended (exit code 3) before the record ended; the next record writes the routes",
     );
     await expect(recordOn("records").result).resolves.toHaveLength(1);
   });
 
-  it("fails the record in flight when the thread throws, and starts a new thread for the next record", async () => {
-    await expect(recordOn("throws").result).rejects.toThrow(
-      /^the record's thread failed \(the worker broke\) before the record ended/,
+  it("fails the record in flight when the child is killed, and starts a new child for the next record", async () => {
+    await expect(recordOn("killed").result).rejects.toThrow(
+      "the record's process ended (SIGKILL) before the record ended; the next record writes the routes",
     );
     await expect(recordOn("records").result).resolves.toHaveLength(1);
   });
 
-  it("keeps one thread for records one after the other, each answered on its own", async () => {
+  it("fails the record when the child cannot start", async () => {
+    child = recordProcess(join(ROOT, "test", "fixtures", "record-child", "missing.mjs"));
+    await expect(recordOn("records").result).rejects.toThrow(
+      /^the record's process ended \(exit code 1\) before the record ended/,
+    );
+  });
+
+  it("keeps one child for records one after the other, each answered on its own", async () => {
     const first = recordOn("slow");
     const second = recordOn("records");
     await expect(second.result).resolves.toHaveLength(1);
@@ -90,16 +97,16 @@ describe("recordThread", () => {
     expect(first.lines).toEqual([]);
   });
 
-  it("stop ends the thread; a later record starts another", async () => {
+  it("stop ends the child; a later record starts another", async () => {
     await recordOn("records").result;
-    await thread!.stop();
+    await child!.stop();
     await expect(recordOn("records").result).resolves.toHaveLength(1);
   });
 });
 
-describe("recordWorkerFile", () => {
+describe("recordChildFile", () => {
   it("is the TypeScript source beside the module run from source, the bundle beside a bundle", () => {
-    expect(recordWorkerFile("/repo/route-sync/record-thread.ts")).toBe("/repo/route-sync/record-worker.ts");
-    expect(recordWorkerFile("/repo/dist/sync-routes.bundle.js")).toBe("/repo/dist/record-worker.bundle.js");
+    expect(recordChildFile("/repo/route-sync/record-process.ts")).toBe("/repo/route-sync/record-child.ts");
+    expect(recordChildFile("/repo/dist/sync-routes.bundle.js")).toBe("/repo/dist/record-child.bundle.js");
   });
 });
