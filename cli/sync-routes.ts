@@ -92,15 +92,8 @@ async function main(): Promise<number> {
   if (state.length === 0)
     throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
   const { watchRoutes } = await import("../route-sync/watch.js");
-  const { recordProcess } = await import("../route-sync/record-process.js");
-  // Records in a child process of their own: this one stays free for the live writes.
-  const records = recordProcess();
   // While a traffic shift moves, weights change with time alone: re-render every 10 s.
-  const watcher = watchRoutes(
-    stack,
-    { sync, state },
-    { debounceMs, resyncMs: 10_000, lock, log, record: records.record },
-  );
+  const watcher = watchRoutes(stack, { sync, state }, { debounceMs, resyncMs: 10_000, lock, log });
   log(
     `watching namespaces labelled ${sync.config.devNamespaces.selector} and their routed Services (stack ${values.stack}); SIGTERM stops`,
   );
@@ -117,7 +110,6 @@ async function main(): Promise<number> {
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
   await watcher.done;
-  await records.stop();
   log("stopped");
   return 0;
 }

@@ -44,7 +44,6 @@ import {
 } from "./sync.js";
 import type { LockWait } from "./lock.js";
 import { serialRunner } from "./serial-runner.js";
-import type { Recorder } from "./record-process.js";
 import { RoutesInputError } from "../routes-provider/core.js";
 import type { StatusWritten } from "../kube/route-status.js";
 import type { RoutesView } from "../routing/routes-view.js";
@@ -60,12 +59,6 @@ export interface WatchOptions {
   log: (line: string) => void;
   /** Called after each live write and each record (for tests and benchmarks). */
   onEvent?: (event: { kind: "live" | "recorded"; seconds: number }) => void;
-  /**
-   * What runs a record (default: route-sync/sync.ts `record`, in this
-   * thread). sync-routes gives its record process's (record-process.ts), so
-   * that a record's work in this process never holds a live write back.
-   */
-  record?: Recorder;
 }
 
 export interface Watcher {
@@ -267,7 +260,7 @@ export function watchRoutes(
       pending = undefined;
       const started = Date.now();
       try {
-        state = await (options.record ?? record)(stack, state, wrote, syncOptions);
+        state = await record(stack, state, wrote, syncOptions);
         const seconds = (Date.now() - started) / 1000;
         // Say whether this record is the last word, so a reader (or a test) knows when the state has caught up.
         options.log(

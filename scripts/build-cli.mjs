@@ -22,11 +22,6 @@ const names = readdirSync(join(root, "cli"))
   .map((f) => basename(f, ".ts"))
   .sort();
 
-// Child processes a CLI starts, each bundled beside it as dist/<child>.bundle.js (the module that
-// starts it finds it there): sync-routes --watch records in route-sync/record-child.ts.
-const children = { "sync-routes": ["record-child"] };
-const childSources = { "record-child": join(root, "route-sync", "record-child.ts") };
-
 const descriptors = join(root, "routing", "validation", "generated", "envoy-api.binpb");
 if (!existsSync(descriptors)) {
   console.error(
@@ -38,10 +33,7 @@ if (!existsSync(descriptors)) {
 const start = Date.now();
 rmSync(dist, { recursive: true, force: true });
 const { metafile } = await build({
-  entryPoints: {
-    ...Object.fromEntries(names.map((n) => [`${n}.bundle`, join(root, "cli", `${n}.ts`)])),
-    ...Object.fromEntries(Object.entries(childSources).map(([w, source]) => [`${w}.bundle`, source])),
-  },
+  entryPoints: Object.fromEntries(names.map((n) => [`${n}.bundle`, join(root, "cli", `${n}.ts`)])),
   outdir: dist,
   bundle: true,
   platform: "node",
@@ -59,10 +51,8 @@ copyFileSync(join(root, "scripts", "cli-fresh.cjs"), join(dist, "fresh.cjs"));
 for (const n of names) {
   // The project's files in this bundle (the packages' change with package-lock.json), which the wrapper checks
   // are not newer than it (scripts/cli-fresh.cjs).
-  const inputs = [n, ...(children[n] ?? [])].flatMap((b) =>
-    Object.keys(metafile.outputs[`dist/${b}.bundle.js`].inputs),
-  );
-  const sources = [...new Set([...inputs.filter((f) => !f.startsWith("node_modules/")), "package-lock.json"])].sort();
+  const inputs = Object.keys(metafile.outputs[`dist/${n}.bundle.js`].inputs);
+  const sources = [...inputs.filter((f) => !f.startsWith("node_modules/")), "package-lock.json"].sort();
   // Node's on-disk compile cache (in the temporary directory) turned on before the bundle loads: a later run
   // skips compiling its megabytes again. (cli/render.ts, also a module the tests import, knows this wrapper.)
   writeFileSync(

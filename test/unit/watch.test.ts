@@ -364,44 +364,6 @@ describe("sync-routes --watch", () => {
     expect(out()).toMatch(/recorded in the stack's state \([\d.]+s\): every route written so far/);
   });
 
-  it("records with the recorder it is given (sync-routes gives its record thread's), with what the live write wrote", async () => {
-    watcher.stop();
-    await tick();
-    lines = [];
-    const given: { stack: ProjectStack; state: readonly RoutesResourceState[]; wrote: SyncRecord }[] = [];
-    const after = [{ name: "gateway-routes", outputs: { dataDigest: "d1" } }] as unknown as RoutesResourceState[];
-    const stack = { name: "dev" } as ProjectStack;
-    watcher = watchRoutes(
-      stack,
-      { sync: sync as unknown as SyncConfig, state },
-      {
-        debounceMs: 300,
-        log: (l) => lines.push(l),
-        record: async (s, st, wrote, options) => {
-          given.push({ stack: s, state: st, wrote });
-          options.log("recording on its thread");
-          return after;
-        },
-      },
-    );
-    await tick();
-    change("namespace pr-1 added", "d1");
-    await tick(300);
-    await tick();
-    expect(h.records).toEqual([]);
-    expect(given).toEqual([{ stack, state, wrote: { devNamespaces: {}, renderedAt: "", written: { gateway: "d1" } } }]);
-    expect(out()).toMatch(
-      /recording on its thread\nrecorded in the stack's state \([\d.]+s\): every route written so far/,
-    );
-    // The state it returned is what the next step compares with: the routes recorded, nothing more to record.
-    h.recordedDigest = "none";
-    change("namespace pr-2 added", "d1");
-    await tick(300);
-    await tick();
-    expect(given).toHaveLength(2);
-    expect(given[1]!.state).toBe(after);
-  });
-
   it("writes a steady stream of changes as it goes, not once it stops", async () => {
     // A change every 100 ms for 1.2 s (a script creating namespaces one after another).
     for (let i = 1; i <= 12; i++) {
