@@ -512,7 +512,11 @@ describe("registered", () => {
 
   it("awaits the SDK's own resources (their URN under the mocks: Output.promise is still there)", async () => {
     const { registered } = await import("../../program/main.js");
-    const r = new pulumi.CustomResource("test:index:Thing", "thing", { value: 1 });
-    await expect(registered([r])).resolves.toBeUndefined();
+    class Thing extends pulumi.CustomResource {
+      constructor(name: string) {
+        super("test:index:Thing", name, { value: 1 });
+      }
+    }
+    await expect(registered([new Thing("thing")])).resolves.toBeUndefined();
   });
 });
