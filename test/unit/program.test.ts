@@ -226,10 +226,16 @@ describe("routes and route-sync access", () => {
     pulumi.runtime.setAllConfig(all, []);
     const { declareStack, loadStackConfig } = await import("../../program/stack.js");
     const discovered = { "pr-5": ["batch"] };
-    declareStack(loadStackConfig(), discovered);
+    const { routesResources } = declareStack(loadStackConfig(), discovered);
     await settings.waitForRPCs();
     const routes = declared.filter((r) => r.type.endsWith(":Routes"));
     expect(routes.map((r) => r.name).sort()).toEqual(["gateway-routes", "internal-gateway-routes"]);
+    // What the program awaits the registration of (program/main.ts registered): both routes resources.
+    const urns = await Promise.all(routesResources.map((r) => new Promise<string>((done) => r.urn.apply(done))));
+    expect(urns.map((u) => u.slice(u.lastIndexOf("::") + 2)).sort()).toEqual([
+      "gateway-routes",
+      "internal-gateway-routes",
+    ]);
     const gw = routes.find((r) => r.name === "gateway-routes")!.inputs;
     expect(gw).toMatchObject({ gateway: "gateway", namespace: "default", configMap: "gateway-xds" });
     expect(gw.devNamespaces).toEqual(discovered);
