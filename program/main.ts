@@ -25,8 +25,9 @@ export async function runProgram(sync?: SyncRecord) {
   } else {
     devNamespaces = await discoverDevNamespaces(loaded, now);
   }
+  const resources = declaredFromNowOn();
   const stack = declareStack(loaded, devNamespaces, now, sync);
-  await registered(stack.routesResources);
+  await registered(resources);
   return {
     /** Each gateway's Service and external address. */
     gateways: stack.gateways,
@@ -36,16 +37,29 @@ export async function runProgram(sync?: SyncRecord) {
 }
 
 /**
+ * Every resource the program declares from now on, components' children
+ * included: a stack transformation sees each one, and changes none.
+ */
+function declaredFromNowOn(): pulumi.Resource[] {
+  const resources: pulumi.Resource[] = [];
+  pulumi.runtime.registerStackTransformation(({ resource }) => {
+    resources.push(resource);
+    return undefined;
+  });
+  return resources;
+}
+
+/**
  * Resolves once the engine has registered each resource; rejects with the
  * first registration that failed (the SDK fails a resource's URN with it).
  * The engine deletes, at the end of a run, the resources the program did not
  * register, and a registration that fails after the program has returned is
  * reported only after those deletes (as the Automation API runs an inline
- * program, @pulumi/pulumi 3.x). A routes resource whose registration failed
- * so (its dynamic provider could not be serialized, say) was deleted, and its
- * delete writes the gateway's ConfigMap with the production routes alone:
- * every dev/PR route gone. Awaited here, the failure fails the program, and
- * the engine deletes nothing.
+ * program, and as cmd/run runs index.ts; @pulumi/pulumi 3.x). A resource whose
+ * registration failed so (a routes resource whose dynamic provider could not
+ * be serialized, say) was deleted: for a routes resource, a delete that writes
+ * the gateway's ConfigMap with the production routes alone. Awaited here, the
+ * failure fails the program, and the engine deletes nothing.
  */
 export async function registered(resources: readonly pulumi.Resource[]): Promise<void> {
   // Output.promise() is the SDK's own way to await a value; it is not in its type declarations.

@@ -74,8 +74,6 @@ export interface StackOutputs {
   routes: Record<GatewayName, string[]>;
   gatewayResources: Record<GatewayName, EnvoyGateway>;
   services: HeadlessService[];
-  /** The routes resource of each gateway (none in render mode). */
-  routesResources: Routes[];
 }
 
 /**
@@ -130,7 +128,6 @@ export function declareStack(
   const gatewayResources = {} as Record<GatewayName, EnvoyGateway>;
   const gateways = {} as StackOutputs["gateways"];
   const routes = {} as StackOutputs["routes"];
-  const routesResources: Routes[] = [];
   for (const gateway of GATEWAYS) {
     const g = new EnvoyGateway(
       gateway,
@@ -152,7 +149,7 @@ export function declareStack(
     routes[gateway] = describeRoutes(routesView(routing, table, gateway));
     // In render mode there is no cluster to write to: the ConfigMaps carry the production routes.
     if (!config.renderYamlToDirectory) {
-      const resource = new Routes(
+      new Routes(
         `${gateway}-routes`,
         routesInputs(
           { gateway, namespace: config.namespace, configMap: g.xdsConfigMap.metadata.name },
@@ -162,7 +159,6 @@ export function declareStack(
         ),
         { dependsOn: [g.xdsConfigMap] },
       );
-      routesResources.push(resource);
     }
   }
   new RouteSyncAccess(
@@ -175,5 +171,5 @@ export function declareStack(
     },
     { provider },
   );
-  return { gateways, routes, gatewayResources, services, routesResources };
+  return { gateways, routes, gatewayResources, services };
 }

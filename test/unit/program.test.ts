@@ -226,16 +226,10 @@ describe("routes and route-sync access", () => {
     pulumi.runtime.setAllConfig(all, []);
     const { declareStack, loadStackConfig } = await import("../../program/stack.js");
     const discovered = { "pr-5": ["batch"] };
-    const { routesResources } = declareStack(loadStackConfig(), discovered);
+    declareStack(loadStackConfig(), discovered);
     await settings.waitForRPCs();
     const routes = declared.filter((r) => r.type.endsWith(":Routes"));
     expect(routes.map((r) => r.name).sort()).toEqual(["gateway-routes", "internal-gateway-routes"]);
-    // What the program awaits the registration of (program/main.ts registered): both routes resources.
-    const urns = await Promise.all(routesResources.map((r) => new Promise<string>((done) => r.urn.apply(done))));
-    expect(urns.map((u) => u.slice(u.lastIndexOf("::") + 2)).sort()).toEqual([
-      "gateway-routes",
-      "internal-gateway-routes",
-    ]);
     const gw = routes.find((r) => r.name === "gateway-routes")!.inputs;
     expect(gw).toMatchObject({ gateway: "gateway", namespace: "default", configMap: "gateway-xds" });
     expect(gw.devNamespaces).toEqual(discovered);
@@ -259,7 +253,10 @@ describe("routes and route-sync access", () => {
       renderedAt: "2026-11-30T10:20:00.000Z",
       written: { gateway: "a".repeat(64), "internal-gateway": "b".repeat(64) },
     };
-    const outputs = await runProgram(sync);
+    // As the engine runs it: inside the stack resource.
+    const outputs = (await pulumi.runtime.runInPulumiStack(() => runProgram(sync))) as Awaited<
+      ReturnType<typeof runProgram>
+    >;
     await settings.waitForRPCs();
     expect(discovery.calls).toBe(0);
     const routes = Object.fromEntries(
@@ -281,7 +278,9 @@ describe("routes and route-sync access", () => {
     setConfig(rawStack("dev"));
     const { runProgram } = await import("../../program/main.js");
     discovery.calls = 0;
-    const outputs = await runProgram();
+    const outputs = (await pulumi.runtime.runInPulumiStack(() => runProgram())) as Awaited<
+      ReturnType<typeof runProgram>
+    >;
     await settings.waitForRPCs();
     expect(discovery.calls).toBe(1);
     const routes = declared.filter((r) => r.type.endsWith(":Routes"));
