@@ -17,6 +17,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { routesInputs, writeRoutes, type RoutesGiven } from "../routes-provider/core.js";
+import { parseDuration } from "../routing/units.js";
 import { syntheticNamespaces } from "../test/fixtures/namespaces.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
 import { ProgramStack } from "../test/support/program.js";
@@ -31,9 +32,9 @@ const rounds = Number(values.rounds);
 if (!Number.isInteger(rounds) || rounds < 1 || rounds > 200)
   throw new Error(`--rounds: "${values.rounds}" is not a whole number from 1 to 200`);
 const gaps = values.gap.map((g) => {
-  const m = /^(\d+)s$/.exec(g);
-  if (!m || Number(m[1]) > 60) throw new Error(`--gap: "${g}" is not a number of seconds from 0s to 60s`);
-  return Number(m[1]) * 1000;
+  const ms = parseDuration(g, ["ms", "s"]);
+  if (ms === undefined || ms > 60_000) throw new Error(`--gap: "${g}" is not a duration from 0s to 60s (500ms, 5s)`);
+  return ms;
 });
 const WAIT_MS = 120_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
