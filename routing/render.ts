@@ -49,14 +49,14 @@ export function translateXdsFiles(
   options: RenderOptions = {},
 ): XdsFiles {
   const documents = translateXds(config, table, gateway, options);
-  return { gateway, xds: xdsFiles(documents, table).xds, documents };
+  return { gateway, xds: xdsData(documents), documents };
 }
 
 /** The files if Envoy would load them and they fit in a ConfigMap; otherwise an `InputError` listing every problem. */
 export function checkXds(files: XdsFiles, table: RoutingTable): XdsFiles {
   const problems = [
     ...explainDocumentProblems(validateXds(files.documents), table),
-    ...xdsFiles(files.documents, table).problems,
+    ...sizeProblems(files.gateway, files.xds, table),
   ];
   if (problems.length) throw new InputError(`Envoy documents of ${files.gateway}`, problems);
   return files;
@@ -89,33 +89,37 @@ function tryRenderGateway(
   options: RenderOptions,
 ): { files: GatewayFiles; problems: Problem[] } {
   const documents = translateGateway(config, table, gateway, options);
-  const { xds, problems } = xdsFiles(documents, table);
-  problems.unshift(...explainDocumentProblems(validateGateway(documents), table));
+  const xds = xdsData(documents);
+  const problems = [
+    ...explainDocumentProblems(validateGateway(documents), table),
+    ...sizeProblems(gateway, xds, table),
+  ];
   const bootstrap: Record<string, string> = { [BOOTSTRAP_FILE]: toReadableYaml(documents.bootstrap) };
   for (const [file, doc] of Object.entries(documents.sds)) bootstrap[file] = toReadableYaml(doc);
   return { files: { gateway, bootstrap, xds, documents }, problems };
 }
 
-/** The xDS ConfigMap data of the documents, and a problem when it would not fit in a ConfigMap. */
-function xdsFiles(documents: XdsDocuments, table: RoutingTable): { xds: Record<string, string>; problems: Problem[] } {
-  const xds = { [XDS_FILES.cds]: toXdsYaml(documents.cds), [XDS_FILES.rds]: toXdsYaml(documents.rds) };
+/** The xDS ConfigMap data of the documents. */
+function xdsData(documents: XdsDocuments): Record<string, string> {
+  return { [XDS_FILES.cds]: toXdsYaml(documents.cds), [XDS_FILES.rds]: toXdsYaml(documents.rds) };
+}
+
+/** A problem when a gateway's xDS ConfigMap data would not fit in a ConfigMap. */
+function sizeProblems(gateway: GatewayName, xds: Record<string, string>, table: RoutingTable): Problem[] {
   const size = configMapBytes(xds);
-  if (size <= CONFIGMAP_LIMIT_BYTES) return { xds, problems: [] };
+  if (size <= CONFIGMAP_LIMIT_BYTES) return [];
   const counts = tableCounts(table);
-  return {
-    xds,
-    problems: [
-      {
-        key: `${documents.gateway}/xDS ConfigMap`,
-        source: "documents",
-        place: { gateway: documents.gateway },
-        message:
-          `would hold ${size.toLocaleString("en-US")} bytes (cds.yaml ${bytes(xds[XDS_FILES.cds]!)} + rds.yaml ${bytes(xds[XDS_FILES.rds]!)}) ` +
-          `for ${(counts.production + counts.dev).toLocaleString("en-US")} routed services (${counts.production} production, ${counts.dev.toLocaleString("en-US")} dev in ${counts.namespaces.toLocaleString("en-US")} namespaces), ` +
-          `over the ${CONFIGMAP_LIMIT_BYTES.toLocaleString("en-US")} bytes Kubernetes allows in a ConfigMap; nothing was written`,
-      },
-    ],
-  };
+  return [
+    {
+      key: `${gateway}/xDS ConfigMap`,
+      source: "documents",
+      place: { gateway },
+      message:
+        `would hold ${size.toLocaleString("en-US")} bytes (cds.yaml ${bytes(xds[XDS_FILES.cds]!)} + rds.yaml ${bytes(xds[XDS_FILES.rds]!)}) ` +
+        `for ${(counts.production + counts.dev).toLocaleString("en-US")} routed services (${counts.production} production, ${counts.dev.toLocaleString("en-US")} dev in ${counts.namespaces.toLocaleString("en-US")} namespaces), ` +
+        `over the ${CONFIGMAP_LIMIT_BYTES.toLocaleString("en-US")} bytes Kubernetes allows in a ConfigMap; nothing was written`,
+    },
+  ];
 }
 
 /** Bytes a ConfigMap's data counts against the limit: every key and value, UTF-8. */
