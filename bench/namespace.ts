@@ -10,6 +10,10 @@
 //
 // once the watcher is in its steady state: its first sync done and the route
 // status of what it found (an annotation on every routed Service) written.
+// Every other namespace is added, and deleted, only once the watcher is idle
+// (its records caught up with its last write); the others right after the
+// one before, while the watcher records that one's routes. Each step says
+// which it met, and p50s are printed for each.
 //
 // Each time is split into "ConfigMap" (until the gateway's xDS ConfigMap holds,
 // or no longer holds, the route, as a watch on it sees: discovery and
@@ -99,6 +103,9 @@ interface Summary {
   add: number;
   addMax: number;
   addConfigMap: number;
+  /** Label to first 200, p50, ms, of the namespaces labelled while the watcher was idle, and while it recorded (undefined: none). */
+  addIdle?: number;
+  addRecording?: number;
   /** Deletion to 404, p50, ms. */
   remove: number;
   /** The watcher's records that ended while the namespaces were timed, seconds each. */
@@ -107,16 +114,26 @@ interface Summary {
   busy: number;
 }
 
+/** What the watcher was doing when a step began: nothing, or recording routes it wrote earlier. */
+type WatcherState = "idle" | "recording";
+
 interface Timing {
   namespace: string;
   addConfigMap: number;
   add: number;
+  /** The watcher when the namespace was labelled. */
+  addWatcher: WatcherState;
   removeConfigMap: number;
   remove: number;
+  /** The watcher when the namespace was deleted. */
+  removeWatcher: WatcherState;
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+/** The p50 of the namespaces' first 200 under `key`, when there are any. */
+const groupP50 = (key: "addIdle" | "addRecording", ts: Timing[]) =>
+  ts.length ? { [key]: p50(ts.map((t) => t.add)) } : {};
 
 /**
  * What used the cores between two cpuTimes() samples `wallMs` apart, the
@@ -249,18 +266,36 @@ async function run(
       );
     const status = async (path: string) =>
       (await gateway!.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } })).status;
+    const namespaces = Array.from({ length: count }, (_, i) => `pr-bench-${i}`);
+    // The pods first, in namespaces not yet routed: what is timed is the route, not a pod's start,
+    // and a namespace can come right after the one before, while the watcher records that one.
+    for (const ns of namespaces) {
+      await w.createNamespace(ns, false);
+      await w.createWorkload(ns, { name: "app" });
+    }
+    for (const ns of namespaces) await w.waitReady(ns, "app", 1);
     const timings: Timing[] = [];
     const cpuBefore = cpuTimes();
     const timedFrom = performance.now();
     const outBefore = out.length;
-    for (let i = 0; i < count; i++) {
-      const ns = `pr-bench-${i}`;
+    // The watcher is idle once a record has caught up with its last live write ("routes live").
+    const watcherState = (): WatcherState =>
+      out.lastIndexOf("every route written so far") > out.lastIndexOf("routes live") ? "idle" : "recording";
+    const watcherIdle = () =>
+      until(
+        "the watcher's records to catch up",
+        LIMIT_MS,
+        async () => watcherState() === "idle" || undefined,
+        async () => out,
+      );
+    for (const [i, ns] of namespaces.entries()) {
+      // Every other namespace comes and goes with the watcher idle; the others right after the
+      // one before, while the watcher records it (as when namespaces come one after another).
+      const waitIdle = i % 2 === 0;
       const route = `"path_separated_prefix":"/${ns}/app"`;
-      // The pod first, in a namespace not yet routed: what is timed is the route, not the pod's start.
-      await w.createNamespace(ns, false);
-      await w.createWorkload(ns, { name: "app" });
-      await w.waitReady(ns, "app", 1);
 
+      if (waitIdle) await watcherIdle();
+      const addWatcher = watcherState();
       const added = performance.now();
       await w.labelNamespace(ns);
       await w.createRoutedService(ns, { name: "app" });
@@ -275,6 +310,8 @@ async function run(
       );
       const add = performance.now() - added;
 
+      if (waitIdle) await watcherIdle();
+      const removeWatcher = watcherState();
       const removed = performance.now();
       await w.deleteNamespace(ns);
       const removeConfigMap =
@@ -287,11 +324,10 @@ async function run(
         POLL_MS,
       );
       const remove = performance.now() - removed;
-      timings.push({ namespace: ns, addConfigMap, add, removeConfigMap, remove });
+      timings.push({ namespace: ns, addConfigMap, add, addWatcher, removeConfigMap, remove, removeWatcher });
       console.error(
-        `${ns}: first 200 after ${seconds(add)} (ConfigMap ${seconds(addConfigMap)}), 404 after ${seconds(remove)} (ConfigMap ${seconds(removeConfigMap)})`,
+        `${ns}: first 200 after ${seconds(add)} (ConfigMap ${seconds(addConfigMap)}; watcher ${addWatcher}), 404 after ${seconds(remove)} (ConfigMap ${seconds(removeConfigMap)}; watcher ${removeWatcher})`,
       );
-      await w.waitNamespaceGone(ns);
     }
     const records = [...out.slice(outBefore).matchAll(/recorded in the stack's state \((\d+(?:\.\d+)?)s\)/g)].map((m) =>
       Number(m[1]),
@@ -300,6 +336,7 @@ async function run(
       [watch.pid!]: "sync-routes --watch",
       [process.pid]: "this script (polling the gateway)",
     });
+    for (const ns of namespaces) await w.waitNamespaceGone(ns);
 
     report.push(
       `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 100ms, records at ${niceness === undefined ? "its default niceness" : `niceness ${niceness}`}; kubelet defaults; poll every ${POLL_MS} ms)`,
@@ -312,19 +349,34 @@ async function run(
       .filter((l) => /recorded in the stack's state|routes live .* after|route status: /.test(l)))
       report.push(`  ${line}`);
     report.push("");
-    report.push("namespace      first 200  (ConfigMap)   404 after  (ConfigMap)");
+    report.push("namespace      first 200  (ConfigMap)  watcher     404 after  (ConfigMap)  watcher");
     for (const t of timings) {
       report.push(
-        `${t.namespace.padEnd(13)} ${seconds(t.add).padStart(9)}  ${seconds(t.addConfigMap).padStart(11)}   ${seconds(t.remove).padStart(9)}  ${seconds(t.removeConfigMap).padStart(11)}`,
+        `${t.namespace.padEnd(13)} ${seconds(t.add).padStart(9)}  ${seconds(t.addConfigMap).padStart(11)}  ${t.addWatcher.padEnd(9)}   ${seconds(t.remove).padStart(9)}  ${seconds(t.removeConfigMap).padStart(11)}  ${t.removeWatcher}`,
       );
     }
-    const col = (k: keyof Omit<Timing, "namespace">) => timings.map((t) => t[k]);
-    report.push(
-      `${"p50".padEnd(13)} ${seconds(p50(col("add"))).padStart(9)}  ${seconds(p50(col("addConfigMap"))).padStart(11)}   ${seconds(p50(col("remove"))).padStart(9)}  ${seconds(p50(col("removeConfigMap"))).padStart(11)}`,
+    const figures = (label: string, of: (xs: number[]) => number | undefined, adds: Timing[], removes: Timing[]) => {
+      const shown = (ms: number | undefined) => (ms === undefined ? "-" : seconds(ms));
+      const add = (k: "add" | "addConfigMap") => shown(of(adds.map((t) => t[k])));
+      const remove = (k: "remove" | "removeConfigMap") => shown(of(removes.map((t) => t[k])));
+      report.push(
+        `${label.padEnd(13)} ${add("add").padStart(9)}  ${add("addConfigMap").padStart(11)}  ${"".padEnd(9)}   ${remove("remove").padStart(9)}  ${remove("removeConfigMap").padStart(11)}`,
+      );
+    };
+    const orNone = (f: (xs: number[]) => number) => (xs: number[]) => (xs.length ? f(xs) : undefined);
+    for (const state of ["idle", "recording"] as const) {
+      const adds = timings.filter((t) => t.addWatcher === state);
+      const removes = timings.filter((t) => t.removeWatcher === state);
+      figures(`p50 ${state}`, orNone(p50), adds, removes);
+    }
+    figures("p50", orNone(p50), timings, timings);
+    figures(
+      "max",
+      orNone((xs) => Math.max(...xs)),
+      timings,
+      timings,
     );
-    report.push(
-      `${"max".padEnd(13)} ${seconds(Math.max(...col("add"))).padStart(9)}  ${seconds(Math.max(...col("addConfigMap"))).padStart(11)}   ${seconds(Math.max(...col("remove"))).padStart(9)}  ${seconds(Math.max(...col("removeConfigMap"))).padStart(11)}`,
-    );
+    const col = (k: "add" | "addConfigMap" | "remove") => timings.map((t) => t[k]);
     report.push(cpu.line);
     summary = {
       background,
@@ -332,6 +384,14 @@ async function run(
       niceness: niceness === undefined ? "default" : String(niceness),
       add: p50(col("add")),
       addMax: Math.max(...col("add")),
+      ...groupP50(
+        "addIdle",
+        timings.filter((t) => t.addWatcher === "idle"),
+      ),
+      ...groupP50(
+        "addRecording",
+        timings.filter((t) => t.addWatcher === "recording"),
+      ),
       addConfigMap: p50(col("addConfigMap")),
       remove: p50(col("remove")),
       records,
@@ -373,10 +433,10 @@ function summaryTable(rows: Summary[]): string[] {
     r.length === 0 ? "none" : `${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)} s (${r.length})`;
   return [
     "\nside by side (times from the label or the deletion; records: those that ended while timed, and how many)",
-    "pairs  layout            record nice  first 200 p50 / max  (ConfigMap p50)  404 p50  records while timed   CPU busy",
+    "pairs  layout            record nice  first 200 p50 / max  (ConfigMap p50)  idle / recording p50  404 p50  records while timed   CPU busy",
     ...rows.map(
       (r) =>
-        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${r.niceness.padStart(11)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
+        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${r.niceness.padStart(11)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${`${r.addIdle === undefined ? "-" : seconds(r.addIdle)} / ${r.addRecording === undefined ? "-" : seconds(r.addRecording)}`.padStart(20)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
     ),
   ];
 }
