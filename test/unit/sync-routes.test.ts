@@ -465,7 +465,13 @@ describe("sync-routes: the record step", () => {
     const { stack, ups, envVars } = stackRunning();
     const after = await record(stack, state, sync, { log: () => {} });
     expect(ups).toHaveLength(1);
-    expect(ups[0]!.opts).toEqual({ target: state.map((r) => r.urn), color: "never", program: expect.any(Function) });
+    // Without secrets in the run's summary, which a record does not read.
+    expect(ups[0]!.opts).toEqual({
+      target: state.map((r) => r.urn),
+      color: "never",
+      program: expect.any(Function),
+      showSecrets: false,
+    });
     expect(engine.programRuns).toEqual([sync]);
     expect(engine.programRuns[0]).toBe(sync);
     // Nothing handed through the environment: the workspace's variables are as they were.
