@@ -484,6 +484,35 @@ describe("sync-routes: the record step", () => {
     expect(ups[1]!.opts.onEvent).toBe(onEvent);
   });
 
+  it("waits while another update holds the stack's lock, as the options say, and says who holds it", async () => {
+    engine.programRuns.length = 0;
+    engine.inState = [];
+    let refusals = 1;
+    const up = vi.fn(async (opts: { program?: () => Promise<unknown> }) => {
+      if (refusals-- > 0)
+        throw Object.assign(new Error("exit code 255"), {
+          name: "ConcurrentUpdateError",
+          stderr:
+            "error: the stack is currently locked by 1 lock(s): created by ci@runner-3 (pid 4242) at 2026-12-05T10:00:00Z",
+        });
+      await opts.program!();
+      return {};
+    });
+    const stack = { name: "dev", workDir: "/project", automation: async () => ({ name: "dev", up }) };
+    const lines: string[] = [];
+    const slept: number[] = [];
+    await record(stack as unknown as ProjectStack, state, sync, {
+      log: (l) => lines.push(l),
+      lock: { firstDelayMs: 3000, sleep: async (ms) => void slept.push(ms) },
+    });
+    expect(up).toHaveBeenCalledTimes(2);
+    expect(slept).toEqual([3000]);
+    expect(lines).toEqual([
+      "the stack is locked by ci@runner-3 (pid 4242) since 2026-12-05T10:00:00Z: waiting 3s, then trying again",
+    ]);
+    expect(engine.programRuns).toEqual([sync]);
+  });
+
   it("says that only the record failed, keeping the engine's error output", async () => {
     engine.programRuns.length = 0;
     const { stack } = stackRunning({ message: "exit code 255", stderr: "error: the update failed" });
