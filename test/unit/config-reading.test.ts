@@ -219,6 +219,15 @@ describe("the routes resources' routing config", () => {
     );
   });
 
+  it("keeps each service's own settings, and has no key for one a service leaves to the stack's default", () => {
+    const raw = withValue(minimalRaw(), "services.2.retryResetMethods", ["GET", "HEAD"]);
+    const config = routingConfig(parseStackConfig(raw));
+    expect(config.services.map((s) => s.retryResetMethods)).toEqual([undefined, undefined, ["GET", "HEAD"]]);
+    expect(config.services.map((s) => s.rateLimit)).toEqual([300, 100, undefined]);
+    // As the engine stores it (JSON): the same, key for key, so the state never differs from it by an absent key.
+    expect(JSON.parse(JSON.stringify(config))).toStrictEqual(config);
+  });
+
   it("must be a mapping", () => {
     for (const bad of [null, "config", ["a"], 3]) {
       expect(refusal(() => parseRoutingConfig(bad))).toEqual({

@@ -155,6 +155,16 @@ describe("sync-routes: what needs an engine run", () => {
     const { devNamespaces: _, ...old } = r!.outputs;
     expect(why(old)).toBe("its state predates the routes resource's facts");
     expect(why(r!.outputs, { ...dev, "pr-3": ["ci"] })).toBe("its state's devNamespaces.pr-3 differs");
+    // As the engine stores it (JSON): nothing differs.
+    expect(why(JSON.parse(JSON.stringify(r!.outputs)) as object)).toBeUndefined();
+    // Down to the differing value: an element added to a list, a string (not its characters).
+    expect(why(r!.outputs, { ...dev, "pr-1": ["batch", "ci"] })).toBe("its state's devNamespaces.pr-1.1 differs");
+    expect(why(r!.outputs, { ...dev, "pr-1": ["ci"] })).toBe("its state's devNamespaces.pr-1.0 differs");
+    // A service given by name where the other has it with versions, either way round.
+    expect(why(r!.outputs, { ...dev, "pr-2": ["web"] })).toBe("its state's devNamespaces.pr-2.0 differs");
+    expect(why({ ...r!.outputs, devNamespaces: { ...dev, "pr-2": ["web"] } })).toBe(
+      "its state's devNamespaces.pr-2.0 differs",
+    );
     const replicas = {
       ...r!.outputs,
       config: {
