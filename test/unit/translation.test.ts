@@ -341,6 +341,11 @@ describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's me
     const perService = { ...noAuth, devNamespaces: { ...noAuth.devNamespaces, clusters: "per-service" as const } };
     const [p] = renderGateways(perService, buildRoutingTable(perService, { "pr-1": ["web"] }));
     expect(get(httpsHcm(p!), "local_reply_config")).toBeUndefined();
+    // Nor the on-demand cluster: the dev/PR Service has a cluster of its own.
+    const clusterNames = (files: typeof p) => files!.documents.cds.resources.map((c) => (c as Json).name);
+    expect(clusterNames(p)).not.toContain(ON_DEMAND_CLUSTER);
+    expect(clusterNames(p)).toContain("pr-1_web");
+    expect(clusterNames(g)).toContain(ON_DEMAND_CLUSTER);
   });
 
   it("keeps 16,384, as before, for routes state recorded without the memory limit", () => {
