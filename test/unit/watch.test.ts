@@ -10,7 +10,8 @@ import { ROUTE_STATUS_ANNOTATION } from "../../routing/labels.js";
 import type { SyncRecord } from "../../program/main.js";
 import type { ProjectStack, RoutesResourceState } from "../../route-sync/stack.js";
 import type { SyncConfig } from "../../route-sync/sync.js";
-import { watchRoutes, type Watcher } from "../../route-sync/watch.js";
+import { watchRoutes, type Watcher, type WatchOptions } from "../../route-sync/watch.js";
+import { RoutesInputError } from "../../routes-provider/core.js";
 
 const h = vi.hoisted(() => ({
   callbacks: undefined as WatchCallbacks | undefined,
@@ -46,15 +47,26 @@ const h = vi.hoisted(() => ({
   sync: undefined as unknown,
   /** The route lines the next live write reports. */
   changes: { added: ["a route"], removed: [] as string[], changed: [] as string[] },
+  /** The route lines each plan gives, and what each routeChanges call compared. */
+  plannedLines: { "pr-1/web": "https://dev.example.org/pr-1/web/" } as Record<string, string>,
+  compared: [] as { before: unknown; after: unknown }[],
+  /** The options each record was given. */
+  recordOptions: [] as unknown[],
+  /** The annotations the watch was told are not changes. */
+  ignoredAnnotations: undefined as string[] | undefined,
+  /** Whether the informers' lists are read, and what resolves once they are. */
+  ready: true,
+  synced: Promise.resolve(),
 }));
 
 vi.mock("../../kube/client.js", () => ({ loadKubeConfig: () => ({}) }));
 vi.mock("../../kube/watch.js", () => ({
-  watchRoutedObjects: (_kc: unknown, _ns: string, _svc: string, callbacks: WatchCallbacks) => {
+  watchRoutedObjects: (_kc: unknown, _ns: string, _svc: string, callbacks: WatchCallbacks, ignored: string[]) => {
     h.callbacks = callbacks;
+    h.ignoredAnnotations = ignored;
     return {
-      synced: Promise.resolve(),
-      ready: () => true,
+      synced: h.synced,
+      ready: () => h.ready,
       namespaces: () => [],
       services: () => h.services,
       stop: async () => {
@@ -88,11 +100,20 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
     h.shiftQuestions.push(views);
     return h.shifting;
   },
-  routeChanges: () => h.changes,
+  routeChanges: (before: unknown, after: unknown) => {
+    h.compared.push({ before, after });
+    return h.changes;
+  },
   plan: () => {
     if (h.renderError) throw h.renderError;
     return [
-      { state: { name: "gateway-routes" }, facts: { gateway: "gateway" }, routes: h.plannedRoutes, digest: h.digest },
+      {
+        state: { name: "gateway-routes" },
+        facts: { gateway: "gateway" },
+        routes: h.plannedRoutes,
+        lines: h.plannedLines,
+        digest: h.digest,
+      },
     ];
   },
   recorded: (p: { digest: string }) => p.digest === h.recordedDigest,
@@ -102,8 +123,9 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
     h.writes.push(planned[0]!.digest);
     return { devNamespaces: {}, renderedAt: "", written: { gateway: planned[0]!.digest } };
   },
-  record: (_stack: ProjectStack, state: RoutesResourceState[], wrote: SyncRecord) =>
+  record: (_stack: ProjectStack, state: RoutesResourceState[], wrote: SyncRecord, options: unknown) =>
     new Promise((resolve, reject) => {
+      h.recordOptions.push(options);
       const digest = wrote.written.gateway!;
       h.records.push({
         digest,
@@ -130,6 +152,21 @@ describe("sync-routes --watch", () => {
     h.callbacks!.onChange(what);
   };
   const tick = (ms = 0) => vi.advanceTimersByTimeAsync(ms);
+  const log = (l: string) => lines.push(l);
+  /** Stops the watcher beforeEach started and starts one with these options instead. */
+  const restart = async (options: Partial<WatchOptions> = {}) => {
+    watcher.stop();
+    await tick();
+    lines = [];
+    watcher = watchRoutes(
+      {} as ProjectStack,
+      { sync: sync as unknown as SyncConfig, state },
+      { debounceMs: 300, log, ...options },
+    );
+    await tick();
+  };
+  /** The line each live write ends with. */
+  const liveLines = () => lines.filter((l) => l.startsWith("routes live"));
 
   beforeEach(async () => {
     vi.useFakeTimers();
@@ -153,17 +190,15 @@ describe("sync-routes --watch", () => {
       shiftQuestions: [],
       sync,
       changes: { added: ["a route"], removed: [], changed: [] },
+      compared: [],
+      recordOptions: [],
+      ignoredAnnotations: undefined,
+      ready: true,
+      synced: Promise.resolve(),
     });
     lines = [];
     stopped = false;
-    watcher = watchRoutes(
-      {} as ProjectStack,
-      { sync: sync as unknown as SyncConfig, state },
-      {
-        debounceMs: 300,
-        log: (l) => lines.push(l),
-      },
-    );
+    watcher = watchRoutes({} as ProjectStack, { sync: sync as unknown as SyncConfig, state }, { debounceMs: 300, log });
     void watcher.done.then(() => (stopped = true));
     await tick();
   });
@@ -554,5 +589,198 @@ describe("sync-routes --watch", () => {
     await tick(600_000);
     expect(h.records).toHaveLength(1);
     expect(lines.at(-1)).toMatch(/^stopped before recording the routes written since the last record/);
+  });
+
+  it("writes on its first step what changed while nothing watched, says so, and says nothing is in step after", async () => {
+    h.digest = "d1";
+    await restart();
+    expect(h.writes).toEqual(["d1"]);
+    expect(liveLines()).toEqual([
+      "routes live 0.0s after the change was seen (watch started; render 0 ms, write 0 ms): 1 added, 0 removed, 0 changed",
+    ]);
+    change("service pr-1/web changed", "d1");
+    await tick(300);
+    expect(lines.filter((l) => l.startsWith("routes in step"))).toEqual([]);
+  });
+
+  it("says the routes are in step on its first step only, not at each change that changes nothing", async () => {
+    change("service pr-1/web changed", "d0");
+    await tick(300);
+    change("service pr-1/batch changed", "d0");
+    await tick(300);
+    expect(lines).toEqual(["routes in step: nothing to write (0 dev/PR namespaces routed)"]);
+  });
+
+  it("names a change reported twice once, and five reasons in full", async () => {
+    change("service pr-1/web changed", "d1");
+    change("service pr-1/web changed", "d1");
+    await tick(300);
+    for (const n of [1, 2, 3, 4, 5]) change(`namespace pr-${n} added`, "d2");
+    await tick(300);
+    expect(liveLines()).toEqual([
+      expect.stringMatching(/\(service pr-1\/web changed; render/),
+      expect.stringMatching(
+        /\(namespace pr-1 added, namespace pr-2 added, namespace pr-3 added, namespace pr-4 added, namespace pr-5 added; render/,
+      ),
+    ]);
+  });
+
+  it("says how long its render and its write took", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(299);
+    // The write starts 1 ms from now and waits 250 ms for the API server.
+    h.writeGate = new Promise((r) => setTimeout(r, 251));
+    await tick(251);
+    expect(liveLines()).toEqual([
+      "routes live 0.6s after the change was seen (namespace pr-1 added; render 0 ms, write 250 ms): 1 added, 0 removed, 0 changed",
+    ]);
+  });
+
+  it("compares the routes each resource had with those it planned, and the next write with those", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    const first = { "gateway-routes": h.plannedLines };
+    h.plannedLines = { "pr-2/web": "https://dev.example.org/pr-2/web/" };
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    expect(h.compared).toEqual([
+      { before: {}, after: first },
+      { before: first, after: { "gateway-routes": h.plannedLines } },
+    ]);
+  });
+
+  it("does not take the route status it writes on the Services for a change", () => {
+    expect(h.ignoredAnnotations).toEqual([ROUTE_STATUS_ANNOTATION]);
+  });
+
+  it("records with its log and the stack lock's wait it is given, and with none when given none", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(h.recordOptions).toEqual([{ log }]);
+    h.records[0]!.resolve();
+    await restart({ lock: { maxWaitMs: 900_000 } });
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    expect(h.recordOptions.at(-1)).toEqual({ log, lock: { maxWaitMs: 900_000 } });
+  });
+
+  it("tells onEvent of each live write and each record, with how long each took", async () => {
+    const events: unknown[] = [];
+    await restart({ onEvent: (e) => events.push(e) });
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    await tick(1500);
+    h.records[0]!.resolve();
+    await tick();
+    expect(events).toEqual([
+      { kind: "live", seconds: 0.3 },
+      { kind: "recorded", seconds: 1.5 },
+    ]);
+  });
+
+  it("says when its watch of the cluster failed, and when it watches again", () => {
+    h.callbacks!.onError("watching Services failed: connection refused", 4000);
+    expect(lines.at(-1)).toBe("watching Services failed: connection refused; watching again in 4s");
+  });
+
+  it("retries its live writes, records and route status writes after the delay it is given", async () => {
+    await restart({ retry: { firstMs: 3000, maxMs: 60_000 } });
+    h.writeError = new Error("the API server did not answer");
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(lines.at(-1)).toBe("the API server did not answer; trying again in 3s");
+    h.writeError = undefined;
+    h.statusError = new Error("services is forbidden");
+    await tick(3000);
+    expect(h.writes).toEqual(["d1"]);
+    h.records[0]!.reject(new Error("error: the backend is unreachable"));
+    await tick();
+    expect(lines.slice(-2)).toEqual([
+      "route status not written: services is forbidden; trying again in 3s",
+      "error: the backend is unreachable\ntrying again in 3s",
+    ]);
+  });
+
+  it("says a live write or a record that failed while stopping is not tried again", async () => {
+    let release!: () => void;
+    h.writeGate = new Promise((r) => (release = r));
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    watcher.stop();
+    h.writeError = new Error("the API server did not answer");
+    release();
+    await tick();
+    expect(lines.at(-1)).toBe("the API server did not answer; stopping, not trying again");
+
+    h.writeGate = undefined;
+    h.writeError = undefined;
+    await restart();
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    watcher.stop();
+    h.records.at(-1)!.reject(new Error("error: the backend is unreachable"));
+    await tick();
+    expect(lines).toContain("error: the backend is unreachable\nstopping, not trying again");
+    expect(out()).not.toContain("trying again in");
+  });
+
+  it("says every problem of routes the routes resource would refuse", async () => {
+    const problem = (key: string) => ({ key, source: "config" as const, value: "x", message: "is bad" });
+    h.renderError = new RoutesInputError([
+      { property: "config", problem: problem("envoy-gateways:services[0].name") },
+      { property: "config", problem: problem("envoy-gateways:services[1].name") },
+    ]);
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(lines.at(-1)).toBe(
+      "not written, the ConfigMaps keep their content: the routes would be refused:\n" +
+        '  - envoy-gateways:services[0].name: is bad (got "x")\n' +
+        '  - envoy-gateways:services[1].name: is bad (got "x")',
+    );
+  });
+
+  it("waits for the informers' lists before a step plans from them", async () => {
+    let listed!: () => void;
+    h.ready = false;
+    h.synced = new Promise((r) => (listed = r));
+    await restart();
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    expect(h.writes).toEqual([]);
+    h.ready = true;
+    listed();
+    await tick();
+    expect(h.writes).toEqual(["d1"]);
+  });
+
+  it("says what is left unrecorded once, however often it is stopped", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    watcher.stop();
+    watcher.stop();
+    h.records[0]!.reject(new Error("error: the backend is unreachable"));
+    await tick();
+    expect(lines.filter((l) => l.startsWith("stopped before recording"))).toHaveLength(1);
+  });
+
+  it("stops its traffic shift ticker when stopped", async () => {
+    await restart({ resyncMs: 10_000 });
+    h.shifting = true;
+    await tick(10_000);
+    const asked = h.shiftQuestions.length;
+    expect(asked).toBeGreaterThan(0);
+    watcher.stop();
+    await tick(30_000);
+    expect(h.shiftQuestions).toHaveLength(asked);
+  });
+
+  it("does not step again after a record that finds the stack config as it was", async () => {
+    change("namespace pr-1 added", "d1");
+    await tick(300);
+    h.records[0]!.resolve();
+    await tick(100);
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    expect(liveLines().at(-1)).toMatch(/\(namespace pr-2 added; render/);
   });
 });
