@@ -25,7 +25,8 @@
 // Services, without pods or a selector) before the watch starts, so the timed namespace is
 // one more among N; --clusters sets devNamespaces.clusters on the dev stack
 // (per-service or on-demand); --record-niceness is the watcher's (its default,
-// 10; 0 runs the records' engine at the watcher's own priority). Each takes a
+// 10; 0 runs the records' engine at the watcher's own priority); --debounce
+// is the watcher's quiet time after a change (its default, 100ms). Each takes a
 // comma-separated list: every combination runs one after the other on a fresh
 // cluster each, in one run, and a last table puts them side by side. It also prints the watcher's first sync and its
 // records (the engine run that writes the routes into the state), and what
@@ -33,7 +34,7 @@
 // from /proc: the watcher with the engine runs it started, the API server,
 // the gateways' Envoys ...).
 //
-//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0,1000,5000] [--clusters per-service,on-demand] [--record-niceness 0,10]
+//   npx tsx bench/namespace.ts [--namespaces 5] [--background 0,1000,5000] [--clusters per-service,on-demand] [--record-niceness 0,10] [--debounce 100ms,25ms]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
 import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
@@ -51,13 +52,14 @@ import { buildCli, ProgramStack } from "../test/support/program.js";
 import { until, Workloads } from "../test/support/workloads.js";
 
 const USAGE =
-  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand] [--record-niceness N,...]   (N >= 5)";
+  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand] [--record-niceness N,...] [--debounce MSms,...]   (N >= 5)";
 const { values } = parseArgs({
   options: {
     namespaces: { type: "string", default: "5" },
     background: { type: "string", default: "0" },
     clusters: { type: "string" },
     "record-niceness": { type: "string" },
+    debounce: { type: "string" },
     help: { type: "boolean" },
   },
 });
@@ -87,10 +89,18 @@ const nicenesses: (number | undefined)[] = values["record-niceness"]?.split(",")
     throw new Error(`--record-niceness: "${t}" is not a whole number from 0 to ${MAX_NICENESS}\n${USAGE}`);
   return n;
 }) ?? [undefined];
+/** undefined: the watcher's default. */
+const debounces: (string | undefined)[] = values.debounce?.split(",").map((t) => {
+  const ms = /^(\d+)ms$/.exec(t)?.[1];
+  if (ms === undefined || Number(ms) > 5000)
+    throw new Error(`--debounce: "${t}" is not a time in ms from 0ms to 5000ms\n${USAGE}`);
+  return t;
+}) ?? [undefined];
 const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";
 const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
 
-const POLL_MS = 100;
+// Fine enough that the poll adds little to what it times (on average half of it).
+const POLL_MS = 20;
 const LIMIT_MS = 300_000;
 
 /** One run's figures, for the table that puts the runs side by side. */
@@ -99,6 +109,8 @@ interface Summary {
   layout: string;
   /** The watcher's --record-niceness, as run. */
   niceness: string;
+  /** The watcher's --debounce, as run. */
+  debounce: string;
   /** Label to first 200: p50 and max, ms; label to the ConfigMap holding the route, p50. */
   add: number;
   addMax: number;
@@ -166,12 +178,21 @@ function cpuUse(
   };
 }
 
-/** One layout (undefined: the dev stack's) with `background` pairs on a fresh local cluster: the report's lines and its figures. */
-async function run(
-  clusters: string | undefined,
-  background: number,
-  niceness: number | undefined,
-): Promise<{ report: string[]; summary: Summary }> {
+/** One run's settings: undefined is the dev stack's layout, the watcher's default. */
+interface RunSettings {
+  clusters: string | undefined;
+  background: number;
+  niceness: number | undefined;
+  debounce: string | undefined;
+}
+
+/** One combination of settings on a fresh local cluster: the report's lines and its figures. */
+async function run({
+  clusters,
+  background,
+  niceness,
+  debounce,
+}: RunSettings): Promise<{ report: string[]; summary: Summary }> {
   const report: string[] = [];
   let summary: Summary | undefined;
   const cluster = await startLocalCluster();
@@ -212,6 +233,7 @@ async function run(
         stack.ws.programDir,
         "--watch",
         ...(niceness === undefined ? [] : ["--record-niceness", String(niceness)]),
+        ...(debounce === undefined ? [] : ["--debounce", debounce]),
       ],
       { cwd: repoRoot, env: stack.ws.env, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
@@ -339,7 +361,7 @@ async function run(
     for (const ns of namespaces) await w.waitNamespaceGone(ns);
 
     report.push(
-      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, its default debounce of 100ms, records at ${niceness === undefined ? "its default niceness" : `niceness ${niceness}`}; kubelet defaults; poll every ${POLL_MS} ms)`,
+      `\n${count} namespaces, one at a time, besides ${background.toLocaleString("en-US")} routed pairs, devNamespaces.clusters: ${clusters ?? "the dev stack's"} (sync-routes --watch, ${debounce === undefined ? "its default debounce of 100ms" : `debounce ${debounce}`}, records at ${niceness === undefined ? "its default niceness" : `niceness ${niceness}`}; kubelet defaults; poll every ${POLL_MS} ms)`,
     );
     report.push(
       `watch's first sync: ${seconds(firstSync)}${background ? `; the background's route status written after ${seconds(statusSettled)}` : ""}; the watcher's steps:`,
@@ -382,6 +404,7 @@ async function run(
       background,
       layout: clusters ?? "the dev stack's",
       niceness: niceness === undefined ? "default" : String(niceness),
+      debounce: debounce ?? "default",
       add: p50(col("add")),
       addMax: Math.max(...col("add")),
       ...groupP50(
@@ -433,10 +456,10 @@ function summaryTable(rows: Summary[]): string[] {
     r.length === 0 ? "none" : `${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)} s (${r.length})`;
   return [
     "\nside by side (times from the label or the deletion; records: those that ended while timed, and how many)",
-    "pairs  layout            record nice  first 200 p50 / max  (ConfigMap p50)  idle / recording p50  404 p50  records while timed   CPU busy",
+    "pairs  layout            record nice  debounce  first 200 p50 / max  (ConfigMap p50)  idle / recording p50  404 p50  records while timed   CPU busy",
     ...rows.map(
       (r) =>
-        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${r.niceness.padStart(11)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${`${r.addIdle === undefined ? "-" : seconds(r.addIdle)} / ${r.addRecording === undefined ? "-" : seconds(r.addRecording)}`.padStart(20)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
+        `${r.background.toLocaleString("en-US").padStart(5)}  ${r.layout.padEnd(16)}  ${r.niceness.padStart(11)}  ${r.debounce.padStart(8)}  ${`${seconds(r.add)} / ${seconds(r.addMax)}`.padStart(19)}  ${seconds(r.addConfigMap).padStart(15)}  ${`${r.addIdle === undefined ? "-" : seconds(r.addIdle)} / ${r.addRecording === undefined ? "-" : seconds(r.addRecording)}`.padStart(20)}  ${seconds(r.remove).padStart(7)}  ${records(r.records).padEnd(20)}  ${`${r.busy} %`.padStart(8)}`,
     ),
   ];
 }
@@ -447,7 +470,8 @@ async function main(): Promise<void> {
   const runs: { report: string[]; summary: Summary }[] = [];
   for (const layout of layouts)
     for (const background of backgrounds)
-      for (const niceness of nicenesses) runs.push(await run(layout, background, niceness));
+      for (const niceness of nicenesses)
+        for (const debounce of debounces) runs.push(await run({ clusters: layout, background, niceness, debounce }));
   for (const r of runs) console.log(r.report.join("\n"));
   if (runs.length > 1) console.log(summaryTable(runs.map((r) => r.summary)).join("\n"));
 }
