@@ -211,15 +211,7 @@ describe("sync-routes --watch", () => {
   });
 
   it("re-renders on its ticker while a traffic shift of the routes it last planned still moves", async () => {
-    watcher.stop();
-    await tick();
-    lines = [];
-    watcher = watchRoutes(
-      {} as ProjectStack,
-      { sync: sync as unknown as SyncConfig, state },
-      { debounceMs: 300, resyncMs: 10_000, log: (l) => lines.push(l) },
-    );
-    await tick();
+    await restart({ resyncMs: 10_000 });
     h.digest = "d1";
     await tick(10_000);
     // Not moving: the ticker asked about the routes the first step planned, and nothing ran.
@@ -409,14 +401,7 @@ describe("sync-routes --watch", () => {
   });
 
   it("writes at once what must not wait (a moving traffic shift), even while a debounce is pending", async () => {
-    watcher.stop();
-    await tick();
-    watcher = watchRoutes(
-      {} as ProjectStack,
-      { sync: sync as unknown as SyncConfig, state },
-      { debounceMs: 60_000, resyncMs: 10_000, log: (l) => lines.push(l) },
-    );
-    await tick();
+    await restart({ debounceMs: 60_000, resyncMs: 10_000 });
     h.shifting = true;
     change("service pr-1/web changed", "d1");
     await tick(9_999);
