@@ -7,7 +7,14 @@
 // (which prints it): each phase's duration, the requests sent and failed during it,
 // and Envoy's upstream connections at the end.
 import { clusterName } from "../../routing/names.js";
-import { describeFailures, GatewayClient, serverProduct, startLoad, type LoadResult } from "./gateway-client.js";
+import {
+  describeFailures,
+  describeRetries,
+  GatewayClient,
+  serverProduct,
+  startLoad,
+  type LoadResult,
+} from "./gateway-client.js";
 import { gatewayMetrics } from "./gateway-metrics.js";
 import type { LocalCluster } from "./cluster.js";
 import { LOCAL_NODE_ADDRESSES, parsedLocalStackConfig } from "./local-stack.js";
@@ -289,7 +296,7 @@ export function adoptionTable(run: Pick<AdoptionRun, "phases" | "load" | "tally"
   return [
     `${"phase".padEnd(42)} ${"took".padStart(8)}  gateway: sent failed  envoy  in-cluster: sent failed  new connections then to`,
     ...rows,
-    `in all: through the gateway ${describeFailures(run.load)}; in-cluster client to batch: ${run.tally.sent} sent, ${run.tally.failed} failed`,
+    `in all: through the gateway ${describeFailures(run.load)}${describeRetries(run.load)}; in-cluster client to batch: ${run.tally.sent} sent, ${run.tally.failed} failed`,
     `Envoy's upstream pools over ${POOL_WINDOW_MS / 1000} s more of requests, each on a new connection (${describeFailures(run.poolWindow)}):`,
     ...run.pools.map(
       (p) =>

@@ -33,6 +33,11 @@ export interface GatewayResponse {
   body: string;
   /** The gateway pod that answered. */
   gatewayPod: string;
+  /**
+   * Sent again on a new connection: the kept-alive one it went out on was closed
+   * before any answer (a gateway pod closing its idle connections as it drains).
+   */
+  retried?: true;
   /** The stand-in pod's answer (throws if the body is not one). */
   answer(): PodAnswer;
 }
@@ -138,11 +143,28 @@ export class GatewayClient {
     return agent;
   }
 
-  /** One HTTPS request through a ready gateway pod (round robin across them). */
+  /**
+   * One HTTPS request through a ready gateway pod (round robin across them). A GET
+   * or HEAD whose kept-alive connection closes before any answer is sent once more
+   * on a new connection, as HTTP clients do (RFC 9112 9.3.1; browsers, curl, Go):
+   * a server may close an idle connection at any time, and one that drains does.
+   */
   request(host: string, path: string, options: RequestOptions = {}): Promise<GatewayResponse> {
     if (this.endpoints.length === 0)
       return Promise.reject(new Error(`no ready pod of Service ${this.namespace}/${this.gateway}`));
     const endpoint = this.endpoints[this.next++ % this.endpoints.length]!;
+    const idempotent = ["GET", "HEAD"].includes(options.method ?? "GET");
+    return this.send(endpoint, host, path, options).catch((e: Error & { reusedSocket?: boolean }) => {
+      if (!(e.reusedSocket && idempotent)) throw e;
+      return this.send(endpoint, host, path, { ...options, keepAlive: false }).then((r) => ({
+        ...r,
+        retried: true as const,
+      }));
+    });
+  }
+
+  /** One attempt; an error says whether it went out on a kept-alive connection (`reusedSocket`) and got no answer. */
+  private send(endpoint: Endpoint, host: string, path: string, options: RequestOptions): Promise<GatewayResponse> {
     return new Promise((resolve, reject) => {
       const req = request({
         host: endpoint.address,
@@ -157,8 +179,12 @@ export class GatewayClient {
         timeout: options.timeoutMs ?? 10_000,
       });
       req.on("timeout", () => req.destroy(new Error(`request ${host}${path} via ${endpoint.pod} timed out`)));
-      req.on("error", (e) => reject(Object.assign(e, { gatewayPod: endpoint.pod })));
+      let answered = false;
+      req.on("error", (e) =>
+        reject(Object.assign(e, { gatewayPod: endpoint.pod, reusedSocket: req.reusedSocket && !answered })),
+      );
       req.on("response", (res) => {
+        answered = true;
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);
@@ -205,6 +231,8 @@ export interface Sample {
   via?: string;
   /** The product in its answer's Server header (envoy, nginx), for answers that have one. */
   server?: string;
+  /** Sent again on a new connection after the kept-alive one closed before any answer (GatewayResponse.retried). */
+  retried?: true;
   error?: string;
 }
 
@@ -271,7 +299,15 @@ export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOpt
               pod = undefined;
             }
           }
-          samples.push({ sent, done: now(), status: r.status, pod, via: r.gatewayPod, server: serverProduct(r) });
+          samples.push({
+            sent,
+            done: now(),
+            status: r.status,
+            pod,
+            via: r.gatewayPod,
+            server: serverProduct(r),
+            ...(r.retried ? { retried: r.retried } : {}),
+          });
         },
         (e: Error & { gatewayPod?: string }) => {
           samples.push({ sent, done: now(), status: 0, via: e.gatewayPod, error: e.message });
@@ -297,6 +333,14 @@ export function serverProduct(r: Pick<GatewayResponse, "headers">): string | und
 /** startLoad() to its end. */
 export function runLoad(send: () => Promise<GatewayResponse>, options: LoadOptions): Promise<LoadResult> {
   return startLoad(send, options).result;
+}
+
+/** ", 2 sent again on a new connection after a gateway pod closed a kept-alive one before answering", or "" for none. */
+export function describeRetries(result: Pick<LoadResult, "samples">): string {
+  const retried = result.samples.filter((s) => s.retried).length;
+  return retried
+    ? `, ${retried} sent again on a new connection after a gateway pod closed a kept-alive one before answering`
+    : "";
 }
 
 /** "3 of 1200 failed: 503 at 10.20 s; ..." for messages. */
