@@ -79,17 +79,20 @@ export function devVirtualHost(
       const match = { path_separated_prefix: `/${s.namespace}/${s.name}` };
       if (routedOnDemand(s)) return onDemandRoute(ctx, s, match);
       // With on-demand routes the virtual host appends the client's Host to x-forwarded-host for every route.
-      return serviceRoute(ctx, s, match, DEV_RATE_LIMIT_STATS, !onDemand);
+      return serviceRoute(ctx, s, match, DEV_RATE_LIMIT_STATS, !onDemand, shared.rateLimit);
     }),
   };
+  // Every dev/PR route's rate limit is the host's, a bucket per route (one config, not a limiter
+  // Envoy builds for each route); a route with a limit of its own keeps its own.
+  const rateLimit = ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS);
   if (onDemand) {
-    // On-demand routes' rate limit is the host's, a bucket per route; a route with its own config keeps it.
-    host.typed_per_filter_config = {
-      ...ctx.shared.onDemandHost,
-      ...ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS),
-    };
+    host.typed_per_filter_config = { ...ctx.shared.onDemandHost, ...rateLimit };
     host.request_headers_to_remove = [UPSTREAM_HOST_HEADER];
-  } else if (ctx.extAuthz.filter && !ctx.extAuthz.devRoutes) host.typed_per_filter_config = ctx.shared.extAuthzOff;
+  } else
+    host.typed_per_filter_config = {
+      ...(ctx.extAuthz.filter && !ctx.extAuthz.devRoutes ? ctx.shared.extAuthzOff : {}),
+      ...rateLimit,
+    };
   // Dev/PR services all take the table's dev retries and the gateway's security headers.
   return withHostPolicies(ctx, host, shared.retries, ctx.settings.securityHeaders);
 }
@@ -144,7 +147,8 @@ function onDemandRoute(ctx: XdsContext, service: RoutedService, match: Json): Js
  * (so SNI and the certificate check use it) with the original appended to
  * x-forwarded-host (here, unless the virtual host does it), the request time
  * bounded (unless the service opts out), optional rate limit (counted under
- * `rateLimitStats`).
+ * `rateLimitStats`; none here when it is `hostRateLimit`, the limit its
+ * virtual host gives every route).
  */
 function serviceRoute(
   ctx: XdsContext,
@@ -152,6 +156,7 @@ function serviceRoute(
   match: Json,
   rateLimitStats: string,
   appendForwardedHost = true,
+  hostRateLimit?: number,
 ): Json & { name: string; route: Json } {
   const action: Json =
     service.versions.length === 1
@@ -162,7 +167,7 @@ function serviceRoute(
   action.timeout = envoyDuration(service.routeTimeout);
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
   const route: Json & { name: string; route: Json } = { name: service.id, match, route: action };
-  if (service.rateLimit !== undefined)
+  if (service.rateLimit !== undefined && service.rateLimit !== hostRateLimit)
     route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, rateLimitStats);
   return route;
 }

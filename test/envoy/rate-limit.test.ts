@@ -18,17 +18,17 @@ import type { Agent } from "node:https";
 /**
  * The e2e stack with one gateway replica as the autoscaler's minimum (so a
  * bucket holds the whole limit and any number of pods shares it exactly) and
- * dev routes (on demand, as the prod stack routes them) limited to 20/s
- * (small enough to exceed from one test process).
+ * dev routes (on demand, as the prod stack routes them, unless `clusters`
+ * says otherwise) limited to 20/s (small enough to exceed from one test process).
  */
-function scalingConfig() {
+function scalingConfig(clusters: "on-demand" | "per-service" = "on-demand") {
   const raw = readStackFile(join(repoRoot, "Pulumi.prod.yaml")) as {
     gateways: Record<string, Record<string, unknown>>;
     devNamespaces: Record<string, unknown>;
   };
   const gateways = structuredClone(raw.gateways);
   gateways.gateway!.replicas = 1;
-  return e2eStackConfig({ gateways, devNamespaces: { ...raw.devNamespaces, rateLimit: 20 } });
+  return e2eStackConfig({ gateways, devNamespaces: { ...raw.devNamespaces, rateLimit: 20, clusters } });
 }
 
 const LIMITED_HOST = "batch-driver.hail.is";
@@ -63,12 +63,13 @@ async function burst(endpoint: Endpoint, host: string, path: string, count: numb
 }
 
 /**
- * Offers `perSecond` requests/s to `host` and `path`, spread evenly over `endpoints` (as
+ * Offers `perSecond` requests/s to `host` and `path` from `harness`'s client, spread evenly over `endpoints` (as
  * the gateway Service spreads clients over its pods), for `warmupSeconds` (the
  * buckets empty) and then `seconds`; returns the 200s per second of the
  * requests sent in the measured part. Bounded in count and time.
  */
 async function admittedRate(
+  harness: GatewayHarness,
   endpoints: Endpoint[],
   { host, path = "/" }: { host: string; path?: string },
   perSecond: number,
@@ -94,7 +95,7 @@ async function admittedRate(
           host,
           path,
           agent: agents[k],
-          localAddress: h.clientAddress,
+          localAddress: harness.clientAddress,
           timeoutMs: 5_000,
         }).then(
           (r) => {
@@ -120,7 +121,7 @@ describe("rate limits shared across the gateway's pods", () => {
     it(`admits the service's limit in all with ${pods} gateway pod(s), not ${pods} times it`, async () => {
       await h.scaleGateway(pods);
       const offered = 4 * limit();
-      const { rate, statuses } = await admittedRate(h.gatewayEndpoints, { host: LIMITED_HOST }, offered, 1.5, 6);
+      const { rate, statuses } = await admittedRate(h, h.gatewayEndpoints, { host: LIMITED_HOST }, offered, 1.5, 6);
       expect([...statuses].sort(), "only 200 and 429 expected").toEqual([200, 429]);
       // Measured over 6 s against 1-s refills at each pod's own phase: within one refill either way.
       expect(
@@ -131,26 +132,50 @@ describe("rate limits shared across the gateway's pods", () => {
       for (const envoy of h.gatewayEnvoys) expect(await envoy.stat("cluster.gateway-pods.membership_total")).toBe(pods);
     });
   }
-  // Dev/PR routes on demand take their limit from the virtual host, a bucket per route made on its first request.
+  // Dev/PR routes take their limit from the virtual host, a bucket per route made on its first request.
   for (const pods of [3, 1]) {
     it(`admits a dev/PR route's limit in all with ${pods} gateway pod(s), and another dev/PR route its own`, async () => {
       await h.scaleGateway(pods);
-      const dev = h.config.devNamespaces.rateLimit;
-      const offered = 4 * dev;
-      const [limited, other] = await Promise.all(
-        ["/pr-1234/batch/", "/pr-1234/batch-driver/"].map((path) =>
-          admittedRate(h.gatewayEndpoints, { host: h.devHost, path }, offered, 1.5, 6),
-        ),
-      );
-      for (const { rate, statuses } of [limited!, other!]) {
-        expect([...statuses].sort(), "only 200 and 429 expected").toEqual([200, 429]);
-        expect(rate, `admitted ${rate.toFixed(1)} requests/s with ${pods} pods for ${dev}/s`).toBeGreaterThanOrEqual(
-          dev * (5 / 6) - 1,
-        );
-        expect(rate).toBeLessThanOrEqual(dev * (7 / 6) + 1);
-      }
+      await expectOwnDevLimits(h, pods);
     });
   }
+});
+
+/** Each of two dev/PR routes admits the dev routes' limit, in all over the gateway's pods: its own bucket, not a share of one. */
+async function expectOwnDevLimits(harness: GatewayHarness, pods: number): Promise<void> {
+  const dev = harness.config.devNamespaces.rateLimit;
+  const offered = 4 * dev;
+  const [limited, other] = await Promise.all(
+    ["/pr-1234/batch/", "/pr-1234/batch-driver/"].map((path) =>
+      admittedRate(harness, harness.gatewayEndpoints, { host: harness.devHost, path }, offered, 1.5, 6),
+    ),
+  );
+  for (const { rate, statuses } of [limited!, other!]) {
+    expect([...statuses].sort(), "only 200 and 429 expected").toEqual([200, 429]);
+    expect(rate, `admitted ${rate.toFixed(1)} requests/s with ${pods} pods for ${dev}/s`).toBeGreaterThanOrEqual(
+      dev * (5 / 6) - 1,
+    );
+    expect(rate).toBeLessThanOrEqual(dev * (7 / 6) + 1);
+  }
+}
+
+describe("dev/PR routes with a cluster per Service", () => {
+  let perService: GatewayHarness;
+  beforeAll(async () => {
+    perService = await GatewayHarness.start({
+      ...e2eHarnessOptions(),
+      config: scalingConfig("per-service"),
+      concurrency: 1,
+    });
+  });
+  afterAll(async () => {
+    await perService?.stop();
+  });
+
+  it("take the same limit from their virtual host: each route its own bucket", async () => {
+    await perService.scaleGateway(1);
+    await expectOwnDevLimits(perService, 1);
+  });
 });
 
 describe("a 429 says which route limited it", () => {

@@ -114,11 +114,15 @@ describe("routes", () => {
       expect(prod(name).local_cluster_rate_limit).toEqual({});
       expect(prod(name).stat_prefix).toBe(`default_${name}`);
     }
-    const dev = (host("dev").routes as Json[]).map(limit);
-    expect(dev[0]!.token_bucket).toEqual({ max_tokens: 67, tokens_per_fill: 200, fill_interval: "1s" }); // 200 over at least 3 pods
-    // One config for every dev route: one set of counters, written once.
-    expect(new Set(dev).size).toBe(1);
-    expect(dev[0]!.stat_prefix).toBe("dev");
+    // Dev/PR routes: one config on their virtual host, a bucket per route (by the route's name), one set of
+    // counters; none of their own (Envoy would build a limiter for each).
+    const dev = limit(host("dev"));
+    expect(dev.token_bucket).toEqual({ max_tokens: 67, tokens_per_fill: 200, fill_interval: "1s" }); // 200 over at least 3 pods
+    expect(dev.descriptors).toEqual([{ entries: [{ key: expect.any(String) }], token_bucket: dev.token_bucket }]);
+    expect(JSON.stringify(dev.rate_limits)).toContain('"text":"xds.route_name"');
+    expect(dev.local_cluster_rate_limit).toEqual({});
+    expect(dev.stat_prefix).toBe("dev");
+    for (const r of host("dev").routes as Json[]) expect(r.typed_per_filter_config, String(r.name)).toBeUndefined();
   });
 
   it("names every route <namespace>/<service>, and a 429 names the route in x-ratelimit-route", () => {
@@ -812,7 +816,9 @@ describe("a production service's /metrics", () => {
       disabled: true,
     });
     // Dev routes authenticated (the default): no per-route config turns ext_authz off on the dev host.
-    expect(hostOf(renderWith({}), "dev").typed_per_filter_config).toBeUndefined();
+    expect(
+      (hostOf(renderWith({}), "dev").typed_per_filter_config as Json)["envoy.filters.http.ext_authz"],
+    ).toBeUndefined();
     // Nothing needs it: no filter, no login redirect, no auth cluster, nothing turned off.
     const none = renderWith({
       "gateways.gateway.authenticateDevRoutes": false,
@@ -823,7 +829,11 @@ describe("a production service's /metrics", () => {
     expect(((none.documents.bootstrap.static_resources as Json).clusters as Json[]).map((c) => c.name)).not.toContain(
       "ext-authz",
     );
-    expect(hostsOf(none).every((h) => h.typed_per_filter_config === undefined)).toBe(true);
+    expect(
+      hostsOf(none).every(
+        (h) => (h.typed_per_filter_config as Json | undefined)?.["envoy.filters.http.ext_authz"] === undefined,
+      ),
+    ).toBe(true);
   });
 });
 
