@@ -75,10 +75,11 @@ export interface SharedParts {
   dev: { transportSocket: Json; protocolOptions: Json };
   /** The on-demand cluster's TLS: as dev's, with SNI and the SAN check from each request's Host. */
   onDemand: { transportSocket: Json; protocolOptions: Json };
+  /** typed_per_filter_config of the dev virtual host: ext_authz off when the gateway does not authenticate dev routes. */
+  devHost: Json;
   /**
-   * typed_per_filter_config of the dev virtual host with on-demand routes: the
-   * upstream host taken from the path (`/<namespace>/<service>`), and
-   * ext_authz off when the gateway does not authenticate dev routes.
+   * typed_per_filter_config the dev virtual host adds with on-demand routes: the
+   * upstream host taken from the path (`/<namespace>/<service>`).
    */
   onDemandHost: Json;
   /** The action of an on-demand route (one object per timeout and websocket setting). */
@@ -177,10 +178,8 @@ export function gatewayContext(config: RoutingConfig, gateway: GatewayName, opti
       protocolOptions: upstreamProtocolOptions(config, devTls),
     },
     extAuthzOff,
-    onDemandHost: {
-      ...(extAuthz.filter && !extAuthz.devRoutes ? extAuthzOff : {}),
-      ...onDemandUpstreamHost(config.clusterDomain),
-    },
+    devHost: extAuthz.filter && !extAuthz.devRoutes ? extAuthzOff : {},
+    onDemandHost: onDemandUpstreamHost(config.clusterDomain),
     onDemandAction: (timeout, websocket) =>
       once(onDemandActions, `${timeout} ${websocket}`, () => ({
         cluster: ON_DEMAND_CLUSTER,

@@ -84,15 +84,12 @@ export function devVirtualHost(
   };
   // Every dev/PR route's rate limit is the host's, a bucket per route (one config, not a limiter
   // Envoy builds for each route); a route with a limit of its own keeps its own.
-  const rateLimit = ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS);
-  if (onDemand) {
-    host.typed_per_filter_config = { ...ctx.shared.onDemandHost, ...rateLimit };
-    host.request_headers_to_remove = [UPSTREAM_HOST_HEADER];
-  } else
-    host.typed_per_filter_config = {
-      ...(ctx.extAuthz.filter && !ctx.extAuthz.devRoutes ? ctx.shared.extAuthzOff : {}),
-      ...rateLimit,
-    };
+  host.typed_per_filter_config = {
+    ...ctx.shared.devHost,
+    ...(onDemand ? ctx.shared.onDemandHost : {}),
+    ...ctx.shared.rateLimitedPerRoute(shared.rateLimit, DEV_RATE_LIMIT_STATS),
+  };
+  if (onDemand) host.request_headers_to_remove = [UPSTREAM_HOST_HEADER];
   // Dev/PR services all take the table's dev retries and the gateway's security headers.
   return withHostPolicies(ctx, host, shared.retries, ctx.settings.securityHeaders);
 }
