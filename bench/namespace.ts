@@ -44,6 +44,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { cpuTimes } from "./cpu.js";
 import { MAX_NICENESS, parseNiceness } from "../route-sync/niced-cli.js";
+import { parseDuration } from "../routing/units.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
 import { repoRoot } from "../test/support/components.js";
 import { GatewayClient } from "../test/support/gateway-client.js";
@@ -52,7 +53,7 @@ import { buildCli, ProgramStack } from "../test/support/program.js";
 import { until, Workloads } from "../test/support/workloads.js";
 
 const USAGE =
-  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand] [--record-niceness N,...] [--debounce MSms,...]   (N >= 5)";
+  "usage: npx tsx bench/namespace.ts [--namespaces N] [--background PAIRS,...] [--clusters per-service,on-demand] [--record-niceness N,...] [--debounce 100ms,2s,...]   (N >= 5)";
 const { values } = parseArgs({
   options: {
     namespaces: { type: "string", default: "5" },
@@ -91,9 +92,9 @@ const nicenesses: (number | undefined)[] = values["record-niceness"]?.split(",")
 }) ?? [undefined];
 /** undefined: the watcher's default. */
 const debounces: (string | undefined)[] = values.debounce?.split(",").map((t) => {
-  const ms = /^(\d+)ms$/.exec(t)?.[1];
-  if (ms === undefined || Number(ms) > 5000)
-    throw new Error(`--debounce: "${t}" is not a time in ms from 0ms to 5000ms\n${USAGE}`);
+  // As sync-routes reads its --debounce.
+  if (parseDuration(t, ["ms", "s"]) === undefined)
+    throw new Error(`--debounce: "${t}" is not a whole number with a unit (ms, s), such as 100ms or 2s\n${USAGE}`);
   return t;
 }) ?? [undefined];
 const CLUSTERS_KEY = "envoy-gateways:devNamespaces.clusters";

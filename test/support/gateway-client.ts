@@ -51,7 +51,8 @@ export interface RequestOptions {
   keepAlive?: boolean;
 }
 
-interface Endpoint {
+/** Where a request goes: an address and port, and what the reports call it (a gateway pod's name). */
+export interface Endpoint {
   address: string;
   port: number;
   pod: string;
@@ -66,16 +67,12 @@ export class GatewayClient {
   private stopped = false;
   private readonly agents = new Map<string, Agent>();
   private poller: Promise<void> | undefined;
-  readonly ca: string;
 
   private constructor(
-    private readonly discovery: DiscoveryV1Api,
+    readonly ca: string,
     readonly namespace: string,
     readonly gateway: string,
-    cluster: LocalCluster,
-  ) {
-    this.ca = servicesCa(cluster).cert;
-  }
+  ) {}
 
   /**
    * A client that sends every request to the node port of the Service `service` on the
@@ -88,8 +85,14 @@ export class GatewayClient {
     const found = await kc.makeApiClient(CoreV1Api).readNamespacedService({ name: service, namespace });
     const nodePort = found.spec?.ports?.find((p) => p.name === "https")?.nodePort;
     if (!nodePort) throw new Error(`Service ${namespace}/${service} has no node port named https`);
-    const client = new GatewayClient(kc.makeApiClient(DiscoveryV1Api), namespace, service, cluster);
-    client.endpoints = [{ address: cluster.node.ip, port: nodePort, pod: `node port ${nodePort} of ${service}` }];
+    const endpoint = { address: cluster.node.ip, port: nodePort, pod: `node port ${nodePort} of ${service}` };
+    return GatewayClient.fixed(servicesCa(cluster).cert, endpoint, service, namespace);
+  }
+
+  /** A client that sends every request to one address and port, trusting `ca`, as the Service `gateway` in `namespace`. */
+  static fixed(ca: string, endpoint: Endpoint, gateway: string, namespace = "default"): GatewayClient {
+    const client = new GatewayClient(ca, namespace, gateway);
+    client.endpoints = [endpoint];
     return client;
   }
 
@@ -102,25 +105,27 @@ export class GatewayClient {
   ): Promise<GatewayClient> {
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfig);
-    const client = new GatewayClient(kc.makeApiClient(DiscoveryV1Api), namespace, gateway, cluster);
-    await client.refresh();
+    const discovery = kc.makeApiClient(DiscoveryV1Api);
+    const client = new GatewayClient(servicesCa(cluster).cert, namespace, gateway);
+    await client.refresh(discovery);
     client.poller = (async () => {
       while (!client.stopped) {
         await sleep(pollMs);
-        await client.refresh().catch(() => undefined); // keep the last list while the API is unreachable
+        await client.refresh(discovery).catch(() => undefined); // keep the last list while the API is unreachable
       }
     })();
     const deadline = Date.now() + 120_000;
     while (client.endpoints.length === 0) {
       if (Date.now() > deadline) throw new Error(`no ready pod of Service ${namespace}/${gateway} within 120 s`);
       await sleep(pollMs);
-      await client.refresh().catch(() => undefined);
+      await client.refresh(discovery).catch(() => undefined);
     }
     return client;
   }
 
-  private async refresh(): Promise<void> {
-    const slices = await this.discovery.listNamespacedEndpointSlice({
+  /** The ready pods of the Service, as its EndpointSlices list them now. */
+  private async refresh(discovery: DiscoveryV1Api): Promise<void> {
+    const slices = await discovery.listNamespacedEndpointSlice({
       namespace: this.namespace,
       labelSelector: `kubernetes.io/service-name=${this.gateway}`,
     });
@@ -179,12 +184,9 @@ export class GatewayClient {
         timeout: options.timeoutMs ?? 10_000,
       });
       req.on("timeout", () => req.destroy(new Error(`request ${host}${path} via ${endpoint.pod} timed out`)));
-      let answered = false;
-      req.on("error", (e) =>
-        reject(Object.assign(e, { gatewayPod: endpoint.pod, reusedSocket: req.reusedSocket && !answered })),
-      );
+      // Once the answer has begun, a closed connection is an error of the response (res), not of the request.
+      req.on("error", (e) => reject(Object.assign(e, { gatewayPod: endpoint.pod, reusedSocket: req.reusedSocket })));
       req.on("response", (res) => {
-        answered = true;
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);
