@@ -31,7 +31,13 @@
 // bounds how many sub-clusters Envoy keeps on demand (routing/envoy/heap.ts);
 // requests past the bound get a 503 and make none.
 //
-//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts] [--memory 512Mi]
+// --one-cluster adds a third row per --pairs, a layout tried and not kept: the
+// on-demand files with the on-demand cluster replaced by one DNS cluster that
+// lists every dev/PR Service as an endpoint, each with a load-balancing subset
+// of its own that its route selects (no sub-cluster is ever made, so the heap
+// idle is the heap in use).
+//
+//   npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts] [--memory 512Mi] [--one-cluster]
 import { request, Agent } from "node:https";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -40,7 +46,7 @@ import { routingConfig } from "../routing/config/routing-config.js";
 import type { StackConfig } from "../routing/config/schema.js";
 import { translateGateway, type GatewayDocuments } from "../routing/envoy/gateway.js";
 import { BOOTSTRAP_FILE, XDS_FILES, type Json } from "../routing/envoy/types.js";
-import { ON_DEMAND_CLUSTER } from "../routing/names.js";
+import { ON_DEMAND_CLUSTER, serviceHost } from "../routing/names.js";
 import { toReadableYaml, toXdsYaml } from "../routing/envoy/xds.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES, renderXds } from "../routing/render.js";
 import { buildRoutingTable, type DevNamespaces, type RoutingTable } from "../routing/table.js";
@@ -54,20 +60,103 @@ import { LoadCheck, type LoadedEnvoy } from "../test/harness/load-check.js";
 import { sleep, waitFor } from "../test/harness/processes.js";
 
 type Layout = StackConfig["devNamespaces"]["clusters"];
-const LAYOUTS: Layout[] = ["per-service", "on-demand"];
 const PER_NAMESPACE = 10;
 
-function options(): { pairs: number[]; settleSeconds: number; parts: boolean; memory: string | undefined } {
+/** What a row measures: a layout of the stack, or (with `edit`) its files changed into one tried and not kept. */
+interface Variant {
+  name: string;
+  layout: Layout;
+  edit?: (docs: GatewayDocuments, table: RoutingTable) => void;
+  /** Waits until Envoy has taken in the files, before the heap idle (default: --settle alone). */
+  loaded?: (envoy: LoadedEnvoy, table: RoutingTable) => Promise<void>;
+}
+
+/** The cluster that stands in for the on-demand one in the one-cluster variant. */
+const ONE_CLUSTER = "dev-one-cluster";
+
+/**
+ * The on-demand files with one DNS cluster for every dev/PR Service instead:
+ * each Service an endpoint whose metadata names its host, a subset per host,
+ * and each dev/PR route selecting its Service's subset and taking its host
+ * (for SNI and the SAN check, as on demand). Services of one version only, as
+ * the synthetic namespaces have. Its names are resolved again every 60 s, not
+ * every 5 s as a sub-cluster's: with 5 s, two runs of three (at 1,000 to 5,000
+ * pairs) stopped when Envoy's admin interface left a request unanswered for 5 s.
+ */
+function oneCluster(clusterDomain: string): Variant["edit"] {
+  return (docs, table) => {
+    const hostOf = new Map(
+      table.dev.map((s) => {
+        if (s.versions.length !== 1) throw new Error(`${s.id}: the one-cluster variant takes one version per Service`);
+        return [s.id, serviceHost(s.versions[0]!.service, s.namespace, clusterDomain)];
+      }),
+    );
+    const clusters = docs.cds.resources as Json[];
+    const index = clusters.findIndex((c) => c.name === ON_DEMAND_CLUSTER);
+    const { cluster_type: _, ...onDemand } = clusters[index]!;
+    const lbEndpoints = [...hostOf.values()].map((host) => ({
+      endpoint: { address: { socket_address: { address: host, port_value: 443 } } },
+      metadata: { filter_metadata: { "envoy.lb": { host } } },
+    }));
+    clusters[index] = {
+      ...onDemand,
+      name: ONE_CLUSTER,
+      type: "STRICT_DNS",
+      lb_policy: "LEAST_REQUEST",
+      dns_lookup_family: "V4_ONLY",
+      dns_refresh_rate: "60s",
+      load_assignment: { cluster_name: ONE_CLUSTER, endpoints: [{ lb_endpoints: lbEndpoints }] },
+      lb_subset_config: { fallback_policy: "NO_FALLBACK", subset_selectors: [{ keys: ["host"] }] },
+    };
+    for (const routes of docs.rds.resources as Json[])
+      for (const virtualHost of routes.virtual_hosts as Json[])
+        for (const route of (virtualHost.routes as Json[] | undefined) ?? []) {
+          const action = route.route as Json | undefined;
+          if (action?.cluster !== ON_DEMAND_CLUSTER) continue;
+          const host = hostOf.get(route.name as string)!;
+          action.cluster = ONE_CLUSTER;
+          action.metadata_match = { filter_metadata: { "envoy.lb": { host } } };
+          action.host_rewrite_literal = host;
+        }
+  };
+}
+
+/**
+ * Until the one cluster has resolved every dev/PR Service's name, which it
+ * does before it serves (meanwhile Envoy's admin interface may not answer);
+ * says how long that took.
+ */
+async function oneClusterResolved(envoy: LoadedEnvoy, table: RoutingTable): Promise<void> {
+  const started = performance.now();
+  const members = `cluster.${ONE_CLUSTER}.membership_total`;
+  await waitFor(`${ONE_CLUSTER} to resolve ${table.dev.length} names`, 600_000, async () => {
+    return ((await envoy.stats(`^${members.replaceAll(".", "\\.")}$`)).get(members) ?? 0) >= table.dev.length;
+  });
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(
+    `one-cluster, ${table.dev.length.toLocaleString("en-US")} pairs: every name resolved ${seconds} s after Envoy started`,
+  );
+}
+
+function options(): {
+  pairs: number[];
+  settleSeconds: number;
+  parts: boolean;
+  memory: string | undefined;
+  oneCluster: boolean;
+} {
   const { values } = parseArgs({
     options: {
       pairs: { type: "string", default: "100,1000,5000" },
       settle: { type: "string", default: "3" },
       parts: { type: "boolean", default: false },
       memory: { type: "string" },
+      "one-cluster": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
   });
-  const usage = "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts] [--memory 512Mi]";
+  const usage =
+    "usage: npx tsx bench/dev-routes.ts [--pairs 100,1000,5000] [--settle 3] [--parts] [--memory 512Mi] [--one-cluster]";
   if (values.help) {
     console.log(usage);
     process.exit(0);
@@ -82,7 +171,7 @@ function options(): { pairs: number[]; settleSeconds: number; parts: boolean; me
     throw new Error(
       `--memory must be a memory quantity Kubernetes accepts, such as 256Mi, 1Gi or 1.5G (got ${values.memory})\n${usage}`,
     );
-  return { pairs, settleSeconds, parts: values.parts, memory: values.memory };
+  return { pairs, settleSeconds, parts: values.parts, memory: values.memory, oneCluster: values["one-cluster"] };
 }
 
 /** The prod stack with dev/PR routes laid out so, their auth check off. */
@@ -163,12 +252,14 @@ async function measure(
   pairs: number,
   workers: number,
   settleSeconds: number,
+  { edit, loaded }: Variant,
 ): Promise<Measured> {
   const dev = syntheticNamespaces(pairs, PER_NAMESPACE);
   const table = buildRoutingTable(config, dev);
   const routing = routingConfig(config);
   const times: number[] = [];
-  for (let i = 0; i < 3; i++) {
+  // A variant's files are not what render writes: it has no render time.
+  for (let i = 0; i < (edit ? 0 : 3); i++) {
     const t = performance.now();
     try {
       renderXds(routing, table, "gateway");
@@ -177,10 +268,11 @@ async function measure(
     }
     times.push(performance.now() - t);
   }
-  const files = gatewayFiles(config, table);
+  const files = gatewayFiles(config, table, (docs) => edit?.(docs, table));
   const bytes = configMapBytes({ [XDS_FILES.cds]: files[XDS_FILES.cds]!, [XDS_FILES.rds]: files[XDS_FILES.rds]! });
   const envoy = await check.start(files, undefined, workers);
   try {
+    await loaded?.(envoy, table);
     await sleep(settleSeconds * 1000);
     const idleMiB = await heapMiB(envoy);
     const failed = await requestEvery(await envoy.envoy.listenerPort("https"), config.gateways.gateway.devHost, dev);
@@ -188,7 +280,8 @@ async function measure(
     const activeMiB = await heapMiB(envoy);
     const clusters = (await envoy.stats("^cluster_manager\\.active_clusters$")).get("cluster_manager.active_clusters")!;
     // One more namespace: what Envoy takes to load the new files.
-    const more = gatewayFiles(config, buildRoutingTable(config, { ...dev, "pr-new": ["batch"] }));
+    const moreTable = buildRoutingTable(config, { ...dev, "pr-new": ["batch"] });
+    const more = gatewayFiles(config, moreTable, (docs) => edit?.(docs, moreTable));
     const counter = "http.https.rds.https.update_success";
     const before = (await envoy.stats(`^${counter}$`)).get(counter) ?? 0;
     const t = performance.now();
@@ -197,7 +290,7 @@ async function measure(
       return ((await envoy.stats(`^${counter}$`)).get(counter) ?? 0) > before;
     });
     const loadMs = performance.now() - t;
-    return { bytes, renderMs: median(times), idleMiB, activeMiB, clusters, loadMs, failed };
+    return { bytes, renderMs: edit ? NaN : median(times), idleMiB, activeMiB, clusters, loadMs, failed };
   } finally {
     await envoy.envoy.stop();
   }
@@ -290,16 +383,36 @@ async function main(): Promise<void> {
     }
     return;
   }
-  const base = (layout: Layout) => {
-    const config = stack(prod, layout);
-    return configMapBytes(renderXds(routingConfig(config), buildRoutingTable(config), "gateway").xds);
+  const variants: Variant[] = [
+    { name: "per-service", layout: "per-service" },
+    { name: "on-demand", layout: "on-demand" },
+    ...(o.oneCluster
+      ? [
+          {
+            name: "one-cluster",
+            layout: "on-demand" as const,
+            edit: oneCluster(prod.clusterDomain),
+            loaded: oneClusterResolved,
+          },
+        ]
+      : []),
+  ];
+  /** The ConfigMap bytes of a variant with no dev/PR route, which the bytes per pair leave out. */
+  const base = (v: Variant) => {
+    const config = stack(prod, v.layout);
+    const table = buildRoutingTable(config);
+    const files = gatewayFiles(config, table, (docs) => v.edit?.(docs, table));
+    return configMapBytes({ [XDS_FILES.cds]: files[XDS_FILES.cds]!, [XDS_FILES.rds]: files[XDS_FILES.rds]! });
   };
   const check = await LoadCheck.create(prod.clusterDomain, false, "127.0.0.2");
   const results = new Map<string, Measured>();
   try {
     for (const pairs of o.pairs)
-      for (const layout of LAYOUTS)
-        results.set(`${pairs} ${layout}`, await measure(check, stack(prod, layout), pairs, workers, o.settleSeconds));
+      for (const v of variants)
+        results.set(
+          `${pairs} ${v.name}`,
+          await measure(check, stack(prod, v.layout), pairs, workers, o.settleSeconds, v),
+        );
   } finally {
     await check.stop();
   }
@@ -323,18 +436,18 @@ async function main(): Promise<void> {
     ].join("  "),
   );
   for (const pairs of o.pairs)
-    for (const layout of LAYOUTS) {
-      const m = results.get(`${pairs} ${layout}`)!;
-      const perPair = (m.bytes - base(layout)) / pairs;
+    for (const v of variants) {
+      const m = results.get(`${pairs} ${v.name}`)!;
+      const perPair = (m.bytes - base(v)) / pairs;
       console.log(
         [
           pad(pairs.toLocaleString("en-US"), 5),
-          pad(layout, 11),
+          pad(v.name, 11),
           pad(m.bytes.toLocaleString("en-US"), 11),
           pad(m.bytes <= CONFIGMAP_LIMIT_BYTES ? "yes" : "no", 4),
           pad(perPair.toFixed(0), 10),
-          pad(Math.floor((CONFIGMAP_LIMIT_BYTES - base(layout)) / perPair).toLocaleString("en-US"), 15),
-          pad(m.renderMs.toFixed(0), 9),
+          pad(Math.floor((CONFIGMAP_LIMIT_BYTES - base(v)) / perPair).toLocaleString("en-US"), 15),
+          pad(v.edit ? "-" : m.renderMs.toFixed(0), 9),
           pad(m.idleMiB.toFixed(1), 13),
           pad(`${m.activeMiB.toFixed(1)}${m.failed ? ` (${m.failed} no answer)` : ""}`, 22),
           pad(m.clusters.toLocaleString("en-US"), 8),
@@ -342,12 +455,15 @@ async function main(): Promise<void> {
         ].join("  "),
       );
     }
-  for (const pairs of o.pairs) {
-    const [a, b] = LAYOUTS.map((l) => results.get(`${pairs} ${l}`)!);
-    console.log(
-      `${pairs.toLocaleString("en-US")} pairs, on-demand vs per-service: bytes ${(b!.bytes / a!.bytes).toFixed(2)}x, render ${(b!.renderMs / a!.renderMs).toFixed(2)}x, heap idle ${(b!.idleMiB / a!.idleMiB).toFixed(2)}x, heap all requested ${(b!.activeMiB / a!.activeMiB).toFixed(2)}x, load ${(b!.loadMs / a!.loadMs).toFixed(2)}x`,
-    );
-  }
+  /** One variant against the one before it, figure by figure. */
+  const ratios = (pairs: number, [a, b]: Variant[]) => {
+    const [x, y] = [a!, b!].map((v) => results.get(`${pairs} ${v.name}`)!);
+    const r = (f: (m: Measured) => number) => `${(f(y!) / f(x!)).toFixed(2)}x`;
+    const render = b!.edit ? "" : `, render ${r((m) => m.renderMs)}`;
+    return `${pairs.toLocaleString("en-US")} pairs, ${b!.name} vs ${a!.name}: bytes ${r((m) => m.bytes)}${render}, heap idle ${r((m) => m.idleMiB)}, heap all requested ${r((m) => m.activeMiB)}, load ${r((m) => m.loadMs)}`;
+  };
+  for (const pairs of o.pairs)
+    for (let i = 1; i < variants.length; i++) console.log(ratios(pairs, [variants[i - 1]!, variants[i]!]));
 }
 
 main().catch((e: Error) => {
