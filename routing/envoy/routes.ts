@@ -39,7 +39,9 @@ export function routeConfiguration(ctx: XdsContext, table: RoutingTable): Json {
 export function productionVirtualHost(ctx: XdsContext, service: RoutedService): Json {
   const domains = [`${service.name}.${ctx.settings.domain}`, ...(ctx.settings.serveAliases ? service.aliases : [])];
   const statPrefix = clusterName(service.namespace, service.name);
-  const route = serviceRoute(ctx, service, { prefix: "/" }, statPrefix);
+  const route = serviceRoute(ctx, service, { prefix: "/" });
+  if (service.rateLimit !== undefined)
+    route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, statPrefix);
   const routes = [route];
   if (ctx.extAuthz.filter && metricsAuthenticated(ctx.settings, service)) {
     // The same name and action (one object, written once): only the match and ext_authz differ.
@@ -79,11 +81,11 @@ export function devVirtualHost(
       const match = { path_separated_prefix: `/${s.namespace}/${s.name}` };
       if (routedOnDemand(s)) return onDemandRoute(ctx, s, match);
       // With on-demand routes the virtual host appends the client's Host to x-forwarded-host for every route.
-      return serviceRoute(ctx, s, match, DEV_RATE_LIMIT_STATS, !onDemand, shared.rateLimit);
+      return serviceRoute(ctx, s, match, !onDemand);
     }),
   };
-  // Every dev/PR route's rate limit is the host's, a bucket per route (one config, not a limiter
-  // Envoy builds for each route); a route with a limit of its own keeps its own.
+  // Every dev/PR route's rate limit is the host's (the table gives each the same one), a bucket
+  // per route: one config, not a limiter Envoy builds for each route.
   host.typed_per_filter_config = {
     ...ctx.shared.devHost,
     ...(onDemand ? ctx.shared.onDemandHost : {}),
@@ -143,17 +145,14 @@ function onDemandRoute(ctx: XdsContext, service: RoutedService, match: Json): Js
  * weighted clusters for several versions), Host rewritten to the Service name
  * (so SNI and the certificate check use it) with the original appended to
  * x-forwarded-host (here, unless the virtual host does it), the request time
- * bounded (unless the service opts out), optional rate limit (counted under
- * `rateLimitStats`; none here when it is `hostRateLimit`, the limit its
- * virtual host gives every route).
+ * bounded (unless the service opts out). Its rate limit is the caller's to
+ * set: a production route's own, a dev/PR route's its virtual host's.
  */
 function serviceRoute(
   ctx: XdsContext,
   service: RoutedService,
   match: Json,
-  rateLimitStats: string,
   appendForwardedHost = true,
-  hostRateLimit?: number,
 ): Json & { name: string; route: Json } {
   const action: Json =
     service.versions.length === 1
@@ -163,8 +162,5 @@ function serviceRoute(
   if (appendForwardedHost) action.append_x_forwarded_host = true;
   action.timeout = envoyDuration(service.routeTimeout);
   if (service.websocket) action.idle_timeout = ctx.shared.websocketIdleTimeout;
-  const route: Json & { name: string; route: Json } = { name: service.id, match, route: action };
-  if (service.rateLimit !== undefined && service.rateLimit !== hostRateLimit)
-    route.typed_per_filter_config = ctx.shared.rateLimited(service.rateLimit, rateLimitStats);
-  return route;
+  return { name: service.id, match, route: action };
 }
