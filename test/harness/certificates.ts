@@ -26,7 +26,7 @@ function openssl(args: string[], cwd: string): void {
   } catch (e) {
     const err = e as { stderr?: Buffer; message: string };
     if ((err as NodeJS.ErrnoException).code === "ENOENT")
-      throw new Error("openssl not found: run bash scripts/install-test-tools.sh", { cause: e });
+      throw new Error("openssl not found: run bash scripts/install-debian-packages.sh development", { cause: e });
     throw new Error(`openssl ${args.join(" ")} failed: ${err.stderr?.toString() ?? err.message}`, { cause: e });
   }
 }

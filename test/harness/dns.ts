@@ -15,7 +15,7 @@ export function dnsmasqBinary(): string {
   try {
     return execFileSync("sh", ["-c", "command -v dnsmasq"], { encoding: "utf8" }).trim();
   } catch {
-    throw new Error("dnsmasq not found: run bash scripts/install-test-tools.sh");
+    throw new Error("dnsmasq not found: run bash scripts/install-debian-packages.sh development");
   }
 }
 

@@ -42,8 +42,11 @@ export interface Components {
   kubeScheduler: string;
   coredns: string;
   podImages: string;
+  /** The old world's NGINX gateway image (development set: adoption tests, benchmarks). */
+  oldWorldImage: string;
   /** actionlint, which the unit tests run on the example GitHub Actions workflows. */
   actionlint: string;
+  shfmt: string;
   /** The rendered manifests' checkers, and the schemas kubeconform validates against. */
   kubeconform: string;
   kubeScore: string;
@@ -82,7 +85,9 @@ export function componentPaths(): Components {
     kubeScheduler: join(bin(`kubernetes-node-${pick(v, "KUBERNETES_VERSION")}`), "kube-scheduler"),
     coredns: join(bin(`coredns-${pick(v, "COREDNS_VERSION")}`), "coredns"),
     podImages: join(cache, "pod-images"),
+    oldWorldImage: join(cache, "old-world-image"),
     actionlint: join(bin(`actionlint-${pick(v, "ACTIONLINT_VERSION")}`), "actionlint"),
+    shfmt: join(bin(`shfmt-${pick(v, "SHFMT_VERSION")}`), "shfmt"),
     kubeconform: join(checkers, "bin", "kubeconform"),
     kubeScore: join(checkers, "bin", "kube-score"),
     kubernetesSchemas: join(
@@ -111,6 +116,7 @@ export function requireComponents(): Components {
     c.kubeScheduler,
     c.coredns,
     join(c.podImages, "images.txt"),
+    join(c.oldWorldImage, "images.txt"),
     c.kubeconform,
     c.kubeScore,
   ];
@@ -127,12 +133,22 @@ export function requireComponents(): Components {
 /** The cached actionlint binary, or an error naming the command that builds it. */
 export function requireActionlint(): string {
   const { actionlint, versions } = componentPaths();
-  if (!existsSync(actionlint)) {
+  return requireCachedTool("actionlint", versions.ACTIONLINT_VERSION!, actionlint);
+}
+
+/** The cached shfmt binary (its parser reads the scripts), or an error naming the command that builds it. */
+export function requireShfmt(): string {
+  const { shfmt, versions } = componentPaths();
+  return requireCachedTool("shfmt", versions.SHFMT_VERSION!, shfmt);
+}
+
+function requireCachedTool(entry: string, version: string, path: string): string {
+  if (!existsSync(path)) {
     throw new Error(
-      `actionlint ${versions.ACTIONLINT_VERSION} is missing from the cache ${cacheDir()}: ${actionlint}\n` +
-        `build it with: bash scripts/build-components.sh --only actionlint (from ${repoRoot}; ` +
+      `${entry} ${version} is missing from the cache ${cacheDir()}: ${path}\n` +
+        `build it with: bash scripts/build-components.sh --only ${entry} (from ${repoRoot}; ` +
         `bash scripts/setup.sh builds it too)`,
     );
   }
-  return actionlint;
+  return path;
 }

@@ -32,7 +32,7 @@ function shellcheck(): string {
   }
   throw new Error(
     "shellcheck is not installed (actionlint lints the workflows' run: scripts with it): " +
-      "run bash scripts/install-test-tools.sh (Debian package shellcheck)",
+      "run bash scripts/install-debian-packages.sh development (Debian package shellcheck)",
   );
 }
 
