@@ -3,7 +3,7 @@
 # (its "apt:PKG" rows):
 #   quickstart   the local cluster's node: containerd (with ctr and its CRI plugin), runc,
 #                the CNI plugins, iproute2, procps, nftables and conntrack (kube-proxy),
-#                iptables and ipset (kube-router), openssl and curl
+#                iptables and ipset (kube-router), curl
 #   development  the quick start's, and the tests' and benchmarks' tools: dnsmasq, nginx,
 #                haproxy, wrk, h2load, shellcheck, python3-venv, mmdebstrap
 # Idempotent: nothing is fetched when every command is already there. Installing a

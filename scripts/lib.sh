@@ -107,6 +107,8 @@ ensure_node() {
     log "Node $NODE_VERSION and npm $NPM_VERSION in $dir"
   fi
   export PATH="$dir/bin:$PATH"
+  # npm's "new major version available" notice: the pinned npm is the one to use.
+  export npm_config_update_notifier=false
 }
 
 # Go's module and build caches live in the per-user cache as well, so a fresh clone

@@ -55,6 +55,7 @@ const OPTION_WRAPPERS: Record<string, { valued: string[]; positional: number }> 
   timeout: { valued: ["-s", "-k"], positional: 1 },
   xargs: { valued: ["-I", "-n", "-P", "-d", "-L", "-s", "-E"], positional: 0 },
   env: { valued: ["-u", "-C"], positional: 0 },
+  unshare: { valued: ["--propagation", "--setgroups", "-S", "-G", "-R", "-w"], positional: 0 },
 };
 
 const HOST_PATH = /^\/(?:usr\/)?(?:s?bin|lib|lib64)\/[\w./+-]*$/;

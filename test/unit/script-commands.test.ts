@@ -1,7 +1,7 @@
 // Nothing a script runs is left to chance: every external command (and host file) that
 // scripts/quickstart.sh reaches is provided for the quickstart set by scripts/commands.tsv,
-// and everything scripts/setup.sh and the TypeScript under test/, bench/ and scripts/ run
-// is provided for the development set. A command that only the development set installs
+// and everything scripts/setup.sh, scripts/bare-machine.sh and the TypeScript under
+// test/, bench/ and scripts/ run is provided for the development set. A command that only the development set installs
 // (the old world's nginx, the checkers' python3 -m venv) fails the quick start's check.
 // The analyzer itself (test/support/script-commands.ts) is tried on small made-up scripts.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -94,6 +94,7 @@ describe("what the entrypoints run", () => {
   it("scripts/setup.sh and the tests' and benchmarks' TypeScript reach only what the development set provides", () => {
     const uses = [
       ...ScriptCommands.of(repoRoot, shfmt, "development", "scripts/setup.sh"),
+      ...ScriptCommands.of(repoRoot, shfmt, "development", "scripts/bare-machine.sh"),
       ...ScriptCommands.ofSources(repoRoot, [
         ...sourceFiles("test"),
         ...sourceFiles("bench"),
@@ -102,7 +103,7 @@ describe("what the entrypoints run", () => {
     ];
     expect(unprovided(uses, "development")).toEqual([]);
     const commands = new Set(uses.map((u) => u.command));
-    for (const expected of ["/usr/sbin/nginx", "python3 -m venv", "git", "wrk"]) {
+    for (const expected of ["/usr/sbin/nginx", "python3 -m venv", "git", "wrk", "mmdebstrap", "unshare"]) {
       expect(commands, expected).toContain(expected);
     }
   });
