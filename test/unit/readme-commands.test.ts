@@ -50,6 +50,7 @@ const RUN_BY: Record<string, Runner[]> = {
   ],
   "npm run build": [{ file: "scripts/lib.sh", runs: 'step "CLIs (dist/)" npm run -s build' }],
   "npm run test:envoy": [{ file: ".ci/run", runs: "suite envoy npm run test:envoy" }],
+  "npm run test:bare": [{ file: ".ci/run", runs: "suite bare npm run test:bare" }],
   "npm run test:e2e": [{ file: ".ci/run", runs: "suite e2e npm run test:e2e" }],
   "bash .ci/run": [{ file: ".ci/run", runs: 'cd "$(dirname "${BASH_SOURCE[0]}")/.."' }],
 };
@@ -92,6 +93,6 @@ describe("the README's commands", () => {
   });
 
   it("is at most 200 lines, a five-minute read", () => {
-    expect(readme.split("\n").length).toBeLessThanOrEqual(200);
+    expect(readme.replace(/\n$/, "").split("\n").length).toBeLessThanOrEqual(200);
   });
 });

@@ -73,6 +73,35 @@ describe("scripts/commands.tsv", () => {
   });
 });
 
+describe("scripts/steps.tsv", () => {
+  const steps = readFileSync(join(repoRoot, "scripts/steps.tsv"), "utf8")
+    .split("\n")
+    .filter((l) => l && !l.startsWith("#"))
+    .map((l) => l.split("\t"));
+
+  it("gives every step a measured time and what to do when it fails", () => {
+    expect(steps.filter((f) => f.length !== 3 || !/^\d+$/.test(f[1]!) || f[2]!.length < 20)).toEqual([]);
+  });
+
+  it("has a row for every component entry and every step the quick start and setup plan", () => {
+    const build = readFileSync(join(repoRoot, "scripts/build-components.sh"), "utf8");
+    const entries = [
+      ...build.matchAll(/^(?:QUICKSTART|DEVELOPMENT)_ENTRIES="(?:\$QUICKSTART_ENTRIES )?([^"]+)"$/gm),
+    ].flatMap((m) => m[1]!.split(" "));
+    expect(entries).toContain("pulumi-kubernetes");
+    expect(entries).toContain("old-world-image");
+    const planned = ["scripts/lib.sh", "scripts/quickstart.sh"].flatMap((file) =>
+      [...readFileSync(join(repoRoot, file), "utf8").matchAll(/progress_plan((?: "[^"$]+")+)/g)].flatMap((m) =>
+        [...m[1]!.matchAll(/"([^"]+)"/g)].map((q) => q[1]!),
+      ),
+    );
+    expect(planned).toContain("pulumi up");
+    const named = new Set(steps.map((f) => f[0]));
+    const sets = ["quickstart", "development"].map((set) => `Debian packages (${set})`);
+    expect([...entries, ...planned, ...sets, "npm ci", "CLIs (dist/)"].filter((n) => !named.has(n))).toEqual([]);
+  });
+});
+
 describe("what the entrypoints run", () => {
   const shfmt = requireShfmt();
 
