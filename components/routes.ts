@@ -58,6 +58,8 @@ export interface RoutesArgs {
   devNamespaces: DevNamespaces;
   /** Kubeconfig for writing the ConfigMap (a secret; default: the ambient one). */
   kubeconfig?: pulumi.Input<string>;
+  /** Set when the route controller writes the ConfigMap: the config it must have written from (then no dev/PR namespaces are given). */
+  controller?: Core.RouteControllerWrites;
   /** Only in the engine run that records a sync-routes run: what it wrote into this ConfigMap, and when it rendered. */
   syncWrite?: Core.SyncWrite;
 }
@@ -73,10 +75,10 @@ export const routesProvider: pulumi.dynamic.ResourceProvider = {
     return routesCore().diffRoutes(olds, news);
   },
   async create(inputs: Core.RoutesInputs) {
-    return { id: `${inputs.namespace}/${inputs.configMap}`, outs: await routesCore().writeRoutes(inputs) };
+    return { id: `${inputs.namespace}/${inputs.configMap}`, outs: await routesCore().applyRoutes(inputs) };
   },
   async update(_id, _olds, news: Core.RoutesInputs) {
-    return { outs: await routesCore().writeRoutes(news) };
+    return { outs: await routesCore().applyRoutes(news) };
   },
   async read(id, props: Core.RoutesOutputs) {
     const state = await routesCore().readRoutes(props);

@@ -30,6 +30,7 @@ import {
   writeRoutes,
   type RenderedRoutes,
   type RoutesFacts,
+  type WriteFence,
 } from "../routes-provider/core.js";
 import type { GatewayName, RoutingConfig, StackConfig } from "../routing/config/schema.js";
 import { routedDevNamespaces } from "../routing/capacity.js";
@@ -268,21 +269,25 @@ export function statusLines(s: StatusWritten): string[] {
 
 /**
  * Step 1's write: each planned resource whose ConfigMap does not hold its
- * files yet (by `written`: digests known to be in place) gets them. Returns
- * what the record step gives the program.
+ * files yet (by `written`: digests known to be in place) gets them, guarded by
+ * `fence` when the route controller writes. Returns what the record step gives
+ * the program.
  */
 export async function writeLive(
   planned: readonly PlannedResource[],
   devNamespaces: DevNamespaces,
   now: Date,
   written: Readonly<Record<string, string>> = {},
+  fence?: WriteFence,
 ): Promise<SyncRecord> {
   // Every gateway's files are validated before any is written: never one gateway with the new routes and one refused.
   const changed = planned
     .filter((p) => written[p.state.name] !== p.digest)
     .map((p) => ({ ...p, rendered: validated(p.rendered) }));
   // The gateways' ConfigMaps are written at once, side by side: one does not wait for the other's request.
-  const writes = await Promise.allSettled(changed.map((p) => writeRoutes(p.facts, now, { rendered: p.rendered })));
+  const writes = await Promise.allSettled(
+    changed.map((p) => writeRoutes(p.facts, now, { rendered: p.rendered, ...(fence ? { fence } : {}) })),
+  );
   const failed = changed.flatMap((p, i) => {
     const w = writes[i]!;
     return w.status === "rejected" ? [{ gateway: p.facts.gateway, error: w.reason as Error }] : [];

@@ -39,6 +39,7 @@ import {
   writeLive,
   writeStatus,
   type SyncConfig,
+  type PlannedResource,
   type SyncedRoutes,
   type SyncOptions,
 } from "./sync.js";
@@ -47,6 +48,10 @@ import { serialRunner } from "./serial-runner.js";
 import { RoutesInputError } from "../routes-provider/core.js";
 import type { StatusWritten } from "../kube/route-status.js";
 import type { RoutesView } from "../routing/routes-view.js";
+import type { Discovered } from "../routing/discovery.js";
+import type { GatewayName } from "../routing/config/schema.js";
+import { configMapBytes, CONFIGMAP_LIMIT_BYTES } from "../routing/render.js";
+import type { WriteFence } from "../routes-provider/core.js";
 
 export interface WatchOptions {
   /** How long after a change the write starts; changes meanwhile join it. */
@@ -57,19 +62,66 @@ export interface WatchOptions {
   retry?: { firstMs: number; maxMs: number };
   lock?: Omit<LockWait, "log">;
   log: (line: string) => void;
-  /** Called after each live write and each record (for tests and benchmarks). */
-  onEvent?: (event: { kind: "live" | "recorded"; seconds: number }) => void;
+  /** Called after each live write and each record (for tests, benchmarks and the route controller's metrics). */
+  onEvent?: (event: WatchEvent) => void;
+  /**
+   * Guards every ConfigMap write (the route controller's leadership: its
+   * epoch, whether it still holds the Lease, the config it renders from).
+   */
+  fence?: () => WriteFence;
 }
+
+/** What a step did: a live write (how long after the change was seen, what it routed), or a record. */
+export type WatchEvent =
+  | { kind: "live"; seconds: number; routed: number; leftOut: number; fill: Partial<Record<GatewayName, number>> }
+  | { kind: "recorded"; seconds: number }
+  | { kind: "in-step"; routed: number; leftOut: number; fill: Partial<Record<GatewayName, number>> }
+  | { kind: "failed"; step: "live" | "record" | "status" };
 
 export interface Watcher {
   /** Resolves when the watcher has stopped (after stop(), once a step in flight has finished). */
   done: Promise<void>;
   stop(): void;
+  /** True once its informers have read both lists (their caches hold what exists). */
+  synced(): boolean;
+  /** When its live step last started and finished (a step running for minutes is stuck). */
+  lastStep(): { startedMs?: number; finishedMs?: number };
+  /**
+   * Renders with this config from now on (the route controller's config
+   * changed); the namespace selector must stay the same (a new selector needs
+   * a new watch).
+   */
+  reconfigure(sync: SyncConfig): void;
 }
 
-/** Starts watching; `sync` and `state` are the stack config and routes resources as they are now. */
+/**
+ * What a step routed: the dev/PR namespaces routed, those labelled but left
+ * out (refused, or past capacity: a problem about the Namespace), and how full
+ * each gateway's ConfigMap is (of the bytes Kubernetes allows).
+ */
+export function routedFigures(
+  found: Discovered,
+  planned: readonly PlannedResource[],
+): { routed: number; leftOut: number; fill: Partial<Record<GatewayName, number>> } {
+  return {
+    routed: Object.keys(found.devNamespaces).length,
+    leftOut: found.problems.filter((p) => p.objects?.some((o) => o.kind === "Namespace")).length,
+    fill: Object.fromEntries(
+      planned.map((p) => [p.facts.gateway, configMapBytes(p.rendered.files.xds) / CONFIGMAP_LIMIT_BYTES]),
+    ),
+  };
+}
+
+/**
+ * Starts watching; `sync` and `state` are the stack config and routes
+ * resources as they are now. `recordIn`: the stack whose state records each
+ * write (an engine run), or undefined where the ConfigMaps are the record (the
+ * route controller in the cluster, route-sync/controller.ts: `state` then holds
+ * the routes resources' wiring only, and the first step writes whatever its
+ * ConfigMap does not hold).
+ */
 export function watchRoutes(
-  stack: ProjectStack,
+  recordIn: ProjectStack | undefined,
   start: { sync: SyncConfig; state: RoutesResourceState[] },
   options: WatchOptions,
 ): Watcher {
@@ -77,8 +129,13 @@ export function watchRoutes(
   let state = start.state;
   const syncOptions: SyncOptions = { log: options.log, ...(options.lock ? { lock: options.lock } : {}) };
   // What each routes resource's ConfigMap holds (as far as this process knows), and the routes that gives.
-  const written: Record<string, string> = Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]));
-  let live: SyncedRoutes = syncedRoutes(state);
+  const written: Record<string, string> = recordIn
+    ? Object.fromEntries(state.map((r) => [r.name, r.outputs.dataDigest]))
+    : {};
+  /** The routes live before the first write (unknown to a route controller that just took the Lease). */
+  let live: SyncedRoutes | undefined = recordIn ? syncedRoutes(state) : undefined;
+  let stepStartedMs: number | undefined;
+  let stepFinishedMs: number | undefined;
   /** The routes the latest step planned (their traffic shifts decide whether the ticker re-renders). */
   let views: RoutesView[] = [];
   /** Whether a step has run on everything the watch read when it started. */
@@ -130,11 +187,14 @@ export function watchRoutes(
         reasons.length > 5 ? `${reasons.slice(0, 5).join(", ")} and ${reasons.length - 5} more` : reasons.join(", ");
       firstSeen = undefined;
       reasons = [];
+      stepStartedMs = Date.now();
       try {
         await liveStep(objects, seen, why);
+        stepFinishedMs = Date.now();
       } catch (e) {
         // Routes the config or the validator refuses: said, not retried (the next change may mend them).
         if (!(e instanceof RoutesInputError || e instanceof InputError)) throw e;
+        stepFinishedMs = Date.now();
         const problems = e instanceof RoutesInputError ? e.problems.map((p) => p.problem) : e.problems;
         options.log(
           `not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`,
@@ -144,6 +204,8 @@ export function watchRoutes(
     {
       ...(options.retry ? { retry: options.retry } : {}),
       onError: (e, retryMs) => {
+        stepFinishedMs = Date.now();
+        options.onEvent?.({ kind: "failed", step: "live" });
         if (retryMs === undefined) return options.log(`${(e as Error).message}; stopping, not trying again`);
         noteChange("retrying the failed write");
         options.log(`${(e as Error).message}; trying again in ${Math.round(retryMs / 1000)}s`);
@@ -191,30 +253,38 @@ export function watchRoutes(
           `routes in step: nothing to write (${Object.keys(found.devNamespaces).length} dev/PR namespaces routed)`,
         );
       caughtUp = true;
-      if (!planned.every(recorded)) queueRecord(syncRecord(planned, found.devNamespaces, now));
+      if (recordIn && !planned.every(recorded)) queueRecord(syncRecord(planned, found.devNamespaces, now));
+      options.onEvent?.({ kind: "in-step", ...routedFigures(found, planned) });
       status();
       return;
     }
     caughtUp = true;
     const writeStart = Date.now();
-    const wrote = await writeLive(planned, found.devNamespaces, now, written);
+    const wrote = await writeLive(planned, found.devNamespaces, now, written, options.fence?.());
     const writeMs = Date.now() - writeStart;
     const next: SyncedRoutes = Object.fromEntries(planned.map((p) => [p.state.name, p.lines]));
-    const changes = routeChanges(live, next);
     for (const p of planned) written[p.state.name] = p.digest;
-    live = next;
     const seconds = (Date.now() - seen) / 1000;
-    for (const line of [
-      ...changes.added.map((l) => `+ ${l}`),
-      ...changes.removed.map((l) => `- ${l}`),
-      ...changes.changed.map((l) => `~ ${l}`),
-    ])
-      options.log(line);
-    options.log(
-      `routes live ${seconds.toFixed(1)}s after the change was seen (${why}; render ${renderMs} ms, write ${writeMs} ms): ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`,
-    );
-    options.onEvent?.({ kind: "live", seconds });
-    queueRecord(wrote);
+    const timing = `${seconds.toFixed(1)}s after the change was seen (${why}; render ${renderMs} ms, write ${writeMs} ms)`;
+    if (live === undefined) {
+      // What was live before is unknown here: the routes as a count, not thousands of "added" lines.
+      const counts = planned.map((p) => `${Object.keys(p.lines).length} on ${p.facts.gateway}`).join(", ");
+      options.log(`routes live ${timing}: ${counts}`);
+    } else {
+      const changes = routeChanges(live, next);
+      for (const line of [
+        ...changes.added.map((l) => `+ ${l}`),
+        ...changes.removed.map((l) => `- ${l}`),
+        ...changes.changed.map((l) => `~ ${l}`),
+      ])
+        options.log(line);
+      options.log(
+        `routes live ${timing}: ${changes.added.length} added, ${changes.removed.length} removed, ${changes.changed.length} changed`,
+      );
+    }
+    live = next;
+    options.onEvent?.({ kind: "live", seconds, ...routedFigures(found, planned) });
+    if (recordIn) queueRecord(wrote);
     status();
   };
 
@@ -240,10 +310,12 @@ export function watchRoutes(
     {
       ...(options.retry ? { retry: options.retry } : {}),
       // writeStatus reports failures as lines; what it throws is said, and the write retried (or a newer one written).
-      onError: (e, retryMs) =>
+      onError: (e, retryMs) => {
+        options.onEvent?.({ kind: "failed", step: "status" });
         options.log(
           `route status not written: ${e instanceof Error ? e.message : String(e)}${retryMs === undefined ? "" : `; trying again in ${Math.round(retryMs / 1000)}s`}`,
-        ),
+        );
+      },
     },
   );
 
@@ -256,7 +328,8 @@ export function watchRoutes(
   const recordRunner = serialRunner(
     async () => {
       const wrote = pending;
-      if (!wrote) return;
+      if (!wrote || !recordIn) return;
+      const stack = recordIn;
       pending = undefined;
       const started = Date.now();
       try {
@@ -280,10 +353,12 @@ export function watchRoutes(
     },
     {
       ...(options.retry ? { retry: options.retry } : {}),
-      onError: (e, retryMs) =>
+      onError: (e, retryMs) => {
+        options.onEvent?.({ kind: "failed", step: "record" });
         options.log(
           `${engineErrorLines(e)}\n${retryMs === undefined ? "stopping, not trying again" : `trying again in ${Math.round(retryMs / 1000)}s`}`,
-        ),
+        );
+      },
     },
   );
 
@@ -307,6 +382,14 @@ export function watchRoutes(
     : undefined;
   return {
     done,
+    synced: () => objects.ready(),
+    lastStep: () => ({ startedMs: stepStartedMs, finishedMs: stepFinishedMs }),
+    reconfigure(next) {
+      if (next.config.devNamespaces.selector !== sync.config.devNamespaces.selector)
+        throw new Error("reconfigure: the dev/PR namespace selector changed: that needs a new watch");
+      sync = next;
+      schedule("the config changed", 0);
+    },
     stop() {
       if (stopping) return;
       stopping = true;

@@ -39,6 +39,22 @@ export interface RoutesFacts {
   devNamespaces: DevNamespaces;
   /** Kubeconfig (a secret); absent: the ambient one. */
   kubeconfig?: string;
+  /**
+   * Set when the route controller in the cluster writes the ConfigMap
+   * (`routeSync.inCluster`): the resource is then given no dev/PR namespaces
+   * (the live ConfigMap is their record, so a preview shows none of the
+   * controller's writes as a change) and writes nothing; its create and update
+   * wait until the controller has written with this config.
+   */
+  controller?: RouteControllerWrites;
+}
+
+/** What the routes resource expects of the route controller that writes its ConfigMap. */
+export interface RouteControllerWrites {
+  /** Digest of the route controller's ConfigMap data (its stack config and routes resources) the ConfigMap must be written from. */
+  configDigest: string;
+  /** The controller's Deployment (namespace/name), named when it does not write in time. */
+  deployment: string;
 }
 
 /**
@@ -87,7 +103,7 @@ export function routesInputs<S>(
   target: { gateway: GatewayName; namespace: string; configMap: S },
   config: StackConfig,
   devNamespaces: DevNamespaces,
-  { kubeconfig, sync }: { kubeconfig?: S; sync?: SyncWrites } = {},
+  { kubeconfig, sync, controller }: { kubeconfig?: S; sync?: SyncWrites; controller?: RouteControllerWrites } = {},
 ): RoutesGivenOf<S> {
   const digest = sync?.written[target.gateway];
   return {
@@ -95,8 +111,10 @@ export function routesInputs<S>(
     namespace: target.namespace,
     configMap: target.configMap,
     config: routingConfig(config),
-    devNamespaces,
+    // The route controller's namespaces are the live ConfigMap's, not the state's.
+    devNamespaces: controller ? {} : devNamespaces,
     ...(kubeconfig !== undefined ? { kubeconfig } : {}),
+    ...(controller !== undefined ? { controller } : {}),
     ...(sync !== undefined && digest !== undefined ? { syncWrite: { renderedAt: sync.renderedAt, digest } } : {}),
   };
 }
@@ -129,6 +147,7 @@ export function factsOf(x: RoutesFacts): RoutesFacts {
     config: x.config,
     devNamespaces: x.devNamespaces,
     ...(x.kubeconfig !== undefined ? { kubeconfig: x.kubeconfig } : {}),
+    ...(x.controller !== undefined ? { controller: x.controller } : {}),
   };
 }
 
@@ -255,8 +274,10 @@ export function diffRoutes(
     !isDeepStrictEqual(factsOf(olds as RoutesFacts), factsOf(news)) ||
     !isDeepStrictEqual(olds.routes, news.routes) ||
     olds.drift !== undefined ||
-    // check validated these inputs: the digest needs no second validation.
-    olds.dataDigest !== dataDigest(renderRoutes(news, now, { validate: false }).files.xds);
+    // The route controller's ConfigMap holds its dev/PR routes too: the facts and routes above are the change.
+    (news.controller === undefined &&
+      // check validated these inputs: the digest needs no second validation.
+      olds.dataDigest !== dataDigest(renderRoutes(news, now, { validate: false }).files.xds));
   return { changes: changed || replaces.length > 0, replaces, deleteBeforeReplace: false };
 }
 
@@ -270,6 +291,49 @@ export interface WriteOptions {
   onlyOver?: string;
   /** What `renderRoutes(facts, now)` gave, when the caller has it already (validated here if it was not). */
   rendered?: RenderedRoutes;
+  /** The route controller's guard: write only while leading, never over a newer leader's epoch. */
+  fence?: WriteFence;
+}
+
+/** What guards the route controller's writes (route-sync/controller.ts). */
+export interface WriteFence {
+  /** The leader's epoch (the Lease's transitions when it took it); the ConfigMap records the epoch of its writer. */
+  epoch: number;
+  /** Whether this process still leads (holds the Lease and renewed it within the renew deadline), asked just before the write. */
+  leading(): boolean;
+  /** The digest of the route controller's config rendered from, recorded for the routes resources that wait for it. */
+  configDigest: string;
+}
+
+/** The annotation on an xDS ConfigMap with the route controller's epoch that wrote it last. */
+export const WRITER_EPOCH_ANNOTATION = "envoy-gateways.io/writer-epoch";
+/** The annotation on an xDS ConfigMap with the digest of the route controller's config it was written from. */
+export const CONTROLLER_CONFIG_ANNOTATION = "envoy-gateways.io/route-controller-config";
+
+/** A write the fence refused: another leader's (newer) epoch is in the ConfigMap, or this process no longer leads. */
+export class FencedError extends Error {
+  override name = "FencedError";
+}
+
+/** The annotations a write sets: the data's digest and, for the route controller, its epoch and config. */
+function writeAnnotations(digest: string, fence: WriteFence | undefined): Record<string, string> {
+  return {
+    [DIGEST_ANNOTATION]: digest,
+    ...(fence
+      ? { [WRITER_EPOCH_ANNOTATION]: String(fence.epoch), [CONTROLLER_CONFIG_ANNOTATION]: fence.configDigest }
+      : {}),
+  };
+}
+
+/** Throws FencedError unless the fence lets a write over `current` through. */
+function checkFence(fence: WriteFence, current: { annotations: Record<string, string> }, where: string): void {
+  const theirs = Number(current.annotations[WRITER_EPOCH_ANNOTATION] ?? "0");
+  if (theirs > fence.epoch)
+    throw new FencedError(
+      `not written: ConfigMap ${where} was written by a newer route controller leader (epoch ${theirs}; this one's is ${fence.epoch})`,
+    );
+  if (!fence.leading())
+    throw new FencedError(`not written: this route controller no longer holds the Lease (epoch ${fence.epoch})`);
 }
 
 /**
@@ -294,12 +358,13 @@ export async function writeRoutes(
   }
   const digest = dataDigest(files.xds);
   const found = dataDigest(current.data);
-  const holds = current.annotations[DIGEST_ANNOTATION] === digest && found === digest;
+  const annotations = writeAnnotations(digest, options.fence);
+  const holds = found === digest && Object.entries(annotations).every(([k, v]) => current.annotations[k] === v);
   const superseded = options.onlyOver !== undefined && found !== options.onlyOver && !holds;
   if (!holds && !superseded) {
-    await applyConfigMapData(kc, facts.namespace, facts.configMap, files.xds, current.resourceVersion, {
-      [DIGEST_ANNOTATION]: digest,
-    });
+    if (options.fence) checkFence(options.fence, current, where);
+    // The resourceVersion just read: a write by anyone since then is a 409, and nothing is overwritten.
+    await applyConfigMapData(kc, facts.namespace, facts.configMap, files.xds, current.resourceVersion, annotations);
   }
   if (!superseded) {
     try {
@@ -314,6 +379,57 @@ export async function writeRoutes(
     }
   }
   return { ...factsOf(facts), routes: routeLines(routes), dataDigest: digest, renderedAt: now.toISOString() };
+}
+
+/**
+ * create() and update(): the files written, or, when the route controller
+ * writes the ConfigMap, the controller's write of this config waited for.
+ */
+export async function applyRoutes(given: RoutesGiven): Promise<RoutesOutputs> {
+  return given.controller ? awaitController(given) : writeRoutes(given);
+}
+
+/** How long a routes resource waits for the route controller, and how often it looks. */
+export const CONTROLLER_WAIT = { timeoutMs: 120_000, pollMs: 500 };
+
+/**
+ * Waits until the gateway's ConfigMap was written by the route controller
+ * from the config `facts.controller` names (its annotation); the outputs are
+ * the production routes the facts give and the digest of what the controller
+ * wrote. A controller that does not write in time is an error that says
+ * where to look, and nothing is recorded.
+ */
+export async function awaitController(
+  facts: RoutesGiven,
+  wait: { timeoutMs: number; pollMs: number } = CONTROLLER_WAIT,
+): Promise<RoutesOutputs> {
+  const controller = facts.controller!;
+  const now = new Date();
+  const { routes } = renderRoutes(facts, now);
+  const kc = loadKubeConfig(facts.kubeconfig);
+  const where = `${facts.namespace}/${facts.configMap}`;
+  const deadline = Date.now() + wait.timeoutMs;
+  let current = await readConfigMap(kc, facts.namespace, facts.configMap);
+  while (current?.annotations[CONTROLLER_CONFIG_ANNOTATION] !== controller.configDigest) {
+    if (Date.now() >= deadline) {
+      const [ns, name] = controller.deployment.split("/");
+      throw new Error(
+        `the route controller did not write ConfigMap ${where} from its current config (${controller.configDigest}) within ${wait.timeoutMs / 1000}s` +
+          (current
+            ? ` (it holds ${current.annotations[CONTROLLER_CONFIG_ANNOTATION] ?? "no route controller write"})`
+            : " (it does not exist)") +
+          `: is it running? kubectl -n ${ns} get pods -l app.kubernetes.io/name=${name}; kubectl -n ${ns} logs deploy/${name}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, wait.pollMs));
+    current = await readConfigMap(kc, facts.namespace, facts.configMap);
+  }
+  return {
+    ...factsOf(facts),
+    routes: routeLines(routes),
+    dataDigest: dataDigest(current.data),
+    renderedAt: now.toISOString(),
+  };
 }
 
 /** In an engine run that records a sync: write only over what that sync wrote. */
@@ -333,6 +449,8 @@ export async function readRoutes(state: RoutesOutputs): Promise<RoutesOutputs | 
   const found = dataDigest(current.data);
   const { drift: _, ...clean } = state;
   if (found === state.dataDigest) return clean;
+  // The route controller's writes are the record of its routes: nothing to compare them with here.
+  if (state.controller) return { ...clean, dataDigest: found };
   const expected = renderRoutes(state, new Date(state.renderedAt));
   const unreadable: Record<string, string> = {};
   const parse = (file: string): unknown => {
@@ -357,8 +475,10 @@ export async function readRoutes(state: RoutesOutputs): Promise<RoutesOutputs | 
   };
 }
 
-/** On delete: the gateway keeps its production routes (never an empty or missing ConfigMap under a running Envoy). */
+/** On delete: nothing when the route controller writes the ConfigMap; otherwise the gateway keeps its production routes (never an empty or missing ConfigMap under a running Envoy). */
 export async function removeRoutes(state: RoutesOutputs): Promise<void> {
+  // The route controller owns the ConfigMap's routes (and goes with the stack).
+  if (state.controller) return;
   const kc = loadKubeConfig(state.kubeconfig);
   if (!(await readConfigMap(kc, state.namespace, state.configMap))) return;
   await writeRoutes({ ...factsOf(state), devNamespaces: {} }, new Date(), {});

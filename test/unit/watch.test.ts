@@ -57,6 +57,8 @@ const h = vi.hoisted(() => ({
   /** Whether the informers' lists are read, and what resolves once they are. */
   ready: true,
   synced: Promise.resolve(),
+  /** The fence each live write was given. */
+  fences: [] as unknown[],
 }));
 
 vi.mock("../../kube/client.js", () => ({ loadKubeConfig: () => ({}) }));
@@ -113,11 +115,20 @@ vi.mock("../../route-sync/sync.js", async (importOriginal) => ({
         routes: h.plannedRoutes,
         lines: h.plannedLines,
         digest: h.digest,
+        // A quarter of the bytes Kubernetes allows in a ConfigMap.
+        rendered: { files: { xds: { "cds.yaml": "x".repeat(262_136) } } },
       },
     ];
   },
   recorded: (p: { digest: string }) => p.digest === h.recordedDigest,
-  writeLive: async (planned: { digest: string }[]): Promise<SyncRecord> => {
+  writeLive: async (
+    planned: { digest: string }[],
+    _ns: unknown,
+    _now: unknown,
+    _written: unknown,
+    fence: unknown,
+  ): Promise<SyncRecord> => {
+    h.fences.push(fence);
     await h.writeGate;
     if (h.writeError) throw h.writeError;
     h.writes.push(planned[0]!.digest);
@@ -195,6 +206,7 @@ describe("sync-routes --watch", () => {
       ignoredAnnotations: undefined,
       ready: true,
       synced: Promise.resolve(),
+      fences: [],
     });
     lines = [];
     stopped = false;
@@ -658,9 +670,130 @@ describe("sync-routes --watch", () => {
     h.records[0]!.resolve();
     await tick();
     expect(events).toEqual([
-      { kind: "live", seconds: 0.3 },
+      // The first step, once the lists are read: the state holds what they give.
+      { kind: "in-step", routed: 0, leftOut: 0, fill: { gateway: 0.25 } },
+      { kind: "live", seconds: 0.3, routed: 0, leftOut: 0, fill: { gateway: 0.25 } },
       { kind: "recorded", seconds: 1.5 },
     ]);
+  });
+
+  it("counts the namespaces left out (a problem about a Namespace), not a Service's problem", async () => {
+    const events: unknown[] = [];
+    await restart({ onEvent: (e) => events.push(e) });
+    h.problems = [
+      {
+        key: "Namespace pr-9",
+        source: "namespaces",
+        message: "left out",
+        objects: [{ kind: "Namespace", name: "pr-9" }],
+      },
+      {
+        key: "Service pr-1/web",
+        source: "namespaces",
+        message: "bad label",
+        objects: [{ kind: "Service", name: "web" }],
+      },
+    ] as never;
+    change("namespace pr-9 added", "d1");
+    await tick(300);
+    expect(events.at(-1)).toMatchObject({ kind: "live", leftOut: 1 });
+  });
+
+  it("tells onEvent of a step in step and of a failed live write", async () => {
+    const events: unknown[] = [];
+    await restart({ onEvent: (e) => events.push(e), retry: { firstMs: 1000, maxMs: 1000 } });
+    change("namespace pr-1 changed", "d0");
+    await tick(300);
+    h.writeError = new Error("the API server did not answer");
+    change("namespace pr-2 added", "d2");
+    await tick(300);
+    expect(events.slice(1)).toEqual([
+      { kind: "in-step", routed: 0, leftOut: 0, fill: { gateway: 0.25 } },
+      { kind: "failed", step: "live" },
+    ]);
+  });
+
+  describe("in the cluster (no stack to record in)", () => {
+    const inCluster = async (options: Partial<WatchOptions> = {}) => {
+      watcher.stop();
+      await tick();
+      lines = [];
+      watcher = watchRoutes(
+        undefined,
+        { sync: sync as unknown as SyncConfig, state },
+        { debounceMs: 300, log, ...options },
+      );
+      await tick();
+    };
+
+    it("writes what the state says is in place (it knows nothing of the ConfigMap) and never records", async () => {
+      await inCluster();
+      // The state's digest d0 is the one planned: a stack's watcher writes nothing, this one writes.
+      await tick(300);
+      expect(h.writes).toEqual(["d0"]);
+      change("namespace pr-1 added", "d1");
+      await tick(300);
+      expect(h.writes).toEqual(["d0", "d1"]);
+      await tick(5000);
+      expect(h.records).toEqual([]);
+    });
+
+    it("says the routes it first wrote as a count per gateway, then each change as a line", async () => {
+      await inCluster();
+      await tick(300);
+      expect(liveLines()).toEqual([expect.stringMatching(/^routes live .*: 1 on gateway$/)]);
+      expect(h.compared).toEqual([]);
+      change("namespace pr-1 added", "d1");
+      await tick(300);
+      expect(h.compared).toEqual([
+        { before: { "gateway-routes": h.plannedLines }, after: { "gateway-routes": h.plannedLines } },
+      ]);
+      expect(lines).toContain("+ a route");
+    });
+
+    it("gives every write the fence it is given, asked for at the write", async () => {
+      let epoch = 3;
+      await inCluster({ fence: () => ({ epoch: epoch++, leading: () => true, configDigest: "c1" }) });
+      await tick(300);
+      change("namespace pr-1 added", "d1");
+      await tick(300);
+      expect(h.fences).toMatchObject([{ epoch: 3 }, { epoch: 4 }]);
+    });
+
+    it("renders again with a new config, and refuses a new namespace selector", async () => {
+      await inCluster();
+      await tick(300);
+      const next = { config: { ...sync.config, namespace: "gateways" } };
+      watcher.reconfigure(next as unknown as SyncConfig);
+      h.digest = "d3";
+      await tick(0);
+      expect(h.writes).toEqual(["d0", "d3"]);
+      expect(() =>
+        watcher.reconfigure({
+          config: { ...sync.config, devNamespaces: { selector: "x=y" } },
+        } as unknown as SyncConfig),
+      ).toThrow("the dev/PR namespace selector changed");
+    });
+
+    it("says whether its lists are read and when its live step last ran", async () => {
+      h.ready = false;
+      let listed!: () => void;
+      h.synced = new Promise<void>((r) => (listed = r));
+      await inCluster();
+      expect(watcher.synced()).toBe(false);
+      expect(watcher.lastStep()).toEqual({ startedMs: undefined, finishedMs: undefined });
+      h.ready = true;
+      listed();
+      await tick(0);
+      expect(watcher.synced()).toBe(true);
+      const first = Date.now();
+      expect(watcher.lastStep()).toEqual({ startedMs: first, finishedMs: first });
+      h.writeGate = new Promise(() => {});
+      change("namespace pr-1 added", "d1");
+      await tick(300);
+      // A step still running: started, not finished (what liveness looks at).
+      expect(watcher.lastStep()).toEqual({ startedMs: first + 300, finishedMs: first });
+    });
   });
 
   it("says when its watch of the cluster failed, and when it watches again", () => {
