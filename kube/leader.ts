@@ -206,12 +206,16 @@ export function electLeader(
     }
   };
 
+  /** A holder that has not renewed within the deadline stops, whether or not the API answers. */
+  const checkDeadline = () => {
+    if (leadership && clock() - lastRenewMs >= timing.renewDeadlineMs)
+      stopLeading(`${where} not renewed for ${timing.renewDeadlineMs / 1000} s`);
+  };
+
   const loop = () => {
     if (stopped) return;
     round = tryRound().finally(() => {
-      // A holder that has not renewed within the deadline stops, whether or not the API answers.
-      if (leadership && clock() - lastRenewMs >= timing.renewDeadlineMs)
-        stopLeading(`${where} not renewed for ${timing.renewDeadlineMs / 1000} s`);
+      checkDeadline();
       if (!stopped) timer = setTimeout(loop, timing.retryPeriodMs);
     });
   };
@@ -219,8 +223,7 @@ export function electLeader(
 
   return {
     leading() {
-      if (leadership && clock() - lastRenewMs >= timing.renewDeadlineMs)
-        stopLeading(`${where} not renewed for ${timing.renewDeadlineMs / 1000} s`);
+      checkDeadline();
       return leadership;
     },
     holder: () => seen?.holder ?? "",

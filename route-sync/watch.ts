@@ -45,13 +45,12 @@ import {
 } from "./sync.js";
 import type { LockWait } from "./lock.js";
 import { serialRunner } from "./serial-runner.js";
-import { RoutesInputError } from "../routes-provider/core.js";
+import { RoutesInputError, type WriteFence } from "../routes-provider/core.js";
 import type { StatusWritten } from "../kube/route-status.js";
 import type { RoutesView } from "../routing/routes-view.js";
 import type { Discovered } from "../routing/discovery.js";
 import type { GatewayName } from "../routing/config/schema.js";
 import { configMapBytes, CONFIGMAP_LIMIT_BYTES } from "../routing/render.js";
-import type { WriteFence } from "../routes-provider/core.js";
 
 export interface WatchOptions {
   /** How long after a change the write starts; changes meanwhile join it. */
@@ -71,11 +70,18 @@ export interface WatchOptions {
   fence?: () => WriteFence;
 }
 
-/** What a step did: a live write (how long after the change was seen, what it routed), or a record. */
+/** What a step routed: dev/PR namespaces routed and left out, and each gateway's ConfigMap fill (0 to 1). */
+export interface RoutedFigures {
+  routed: number;
+  leftOut: number;
+  fill: Partial<Record<GatewayName, number>>;
+}
+
+/** What a step did: a live write (how long after the change was seen, what it routed), one with nothing to write, a record, or a failure. */
 export type WatchEvent =
-  | { kind: "live"; seconds: number; routed: number; leftOut: number; fill: Partial<Record<GatewayName, number>> }
+  | ({ kind: "live"; seconds: number } & RoutedFigures)
+  | ({ kind: "in-step" } & RoutedFigures)
   | { kind: "recorded"; seconds: number }
-  | { kind: "in-step"; routed: number; leftOut: number; fill: Partial<Record<GatewayName, number>> }
   | { kind: "failed"; step: "live" | "record" | "status" };
 
 export interface Watcher {
@@ -99,10 +105,7 @@ export interface Watcher {
  * out (refused, or past capacity: a problem about the Namespace), and how full
  * each gateway's ConfigMap is (of the bytes Kubernetes allows).
  */
-export function routedFigures(
-  found: Discovered,
-  planned: readonly PlannedResource[],
-): { routed: number; leftOut: number; fill: Partial<Record<GatewayName, number>> } {
+export function routedFigures(found: Discovered, planned: readonly PlannedResource[]): RoutedFigures {
   return {
     routed: Object.keys(found.devNamespaces).length,
     leftOut: found.problems.filter((p) => p.objects?.some((o) => o.kind === "Namespace")).length,
@@ -190,21 +193,20 @@ export function watchRoutes(
       stepStartedMs = Date.now();
       try {
         await liveStep(objects, seen, why);
-        stepFinishedMs = Date.now();
       } catch (e) {
         // Routes the config or the validator refuses: said, not retried (the next change may mend them).
         if (!(e instanceof RoutesInputError || e instanceof InputError)) throw e;
-        stepFinishedMs = Date.now();
         const problems = e instanceof RoutesInputError ? e.problems.map((p) => p.problem) : e.problems;
         options.log(
           `not written, the ConfigMaps keep their content: the routes would be refused:\n${problems.map((p) => `  - ${formatProblem(p)}`).join("\n")}`,
         );
+      } finally {
+        stepFinishedMs = Date.now();
       }
     },
     {
       ...(options.retry ? { retry: options.retry } : {}),
       onError: (e, retryMs) => {
-        stepFinishedMs = Date.now();
         options.onEvent?.({ kind: "failed", step: "live" });
         if (retryMs === undefined) return options.log(`${(e as Error).message}; stopping, not trying again`);
         noteChange("retrying the failed write");
@@ -254,7 +256,8 @@ export function watchRoutes(
         );
       caughtUp = true;
       if (recordIn && !planned.every(recorded)) queueRecord(syncRecord(planned, found.devNamespaces, now));
-      options.onEvent?.({ kind: "in-step", ...routedFigures(found, planned) });
+      // Measured only for a listener: the bytes of every gateway's files.
+      if (options.onEvent) options.onEvent({ kind: "in-step", ...routedFigures(found, planned) });
       status();
       return;
     }
@@ -283,7 +286,7 @@ export function watchRoutes(
       );
     }
     live = next;
-    options.onEvent?.({ kind: "live", seconds, ...routedFigures(found, planned) });
+    if (options.onEvent) options.onEvent({ kind: "live", seconds, ...routedFigures(found, planned) });
     if (recordIn) queueRecord(wrote);
     status();
   };

@@ -418,7 +418,7 @@ export async function awaitController(
           (current
             ? ` (it holds ${current.annotations[CONTROLLER_CONFIG_ANNOTATION] ?? "no route controller write"})`
             : " (it does not exist)") +
-          `: is it running? kubectl -n ${ns} get pods -l app.kubernetes.io/name=${name}; kubectl -n ${ns} logs deploy/${name}`,
+          `: is Deployment ${controller.deployment} running? kubectl -n ${ns} logs deploy/${name}`,
       );
     }
     await new Promise((r) => setTimeout(r, wait.pollMs));

@@ -240,6 +240,10 @@ describe("two candidates on one Lease", () => {
     expect(log).toContain(
       "b error: reading Lease gateways/route-controller: cannot reach the Kubernetes API at https://api (ECONNREFUSED)",
     );
+    // The loop goes on (what liveness looks at) though no read succeeds.
+    expect(b.lastRoundMs()).toBe(Date.now());
+    const failedSince = b.lastReadMs()!;
+    expect(failedSince).toBeLessThan(Date.now());
     server.cutOff.delete("b");
     await tick(2_000);
     expect(b.lastReadMs()).toBe(Date.now());

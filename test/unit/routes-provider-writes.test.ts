@@ -9,13 +9,20 @@ import { routesProvider } from "../../components/routes.js";
 import type { ConfigMapState } from "../../kube/client.js";
 import * as core from "../../routes-provider/core.js";
 import {
+  applyRoutes,
+  awaitController,
+  CONTROLLER_CONFIG_ANNOTATION,
+  diffRoutes,
+  FencedError,
   readRoutes,
   removeRoutes,
   renderRoutes,
   routesInputs,
   RoutesInputError,
+  WRITER_EPOCH_ANNOTATION,
   writeRoutes,
   type RoutesFacts,
+  type WriteFence,
 } from "../../routes-provider/core.js";
 import { routingConfig } from "../../routing/config/schema.js";
 import { plan, writeLive } from "../../route-sync/sync.js";
@@ -387,6 +394,158 @@ describe("delete", () => {
   });
 });
 
+describe("the route controller's writes (a fence)", () => {
+  const fence = (change: Partial<WriteFence> = {}): WriteFence => ({
+    epoch: 3,
+    leading: () => true,
+    configDigest: "c1",
+    ...change,
+  });
+  const annotations = () => cluster.configMaps.get("default/gateway-xds")!.annotations;
+
+  it("record the writer's epoch and the config it rendered from beside the digest", async () => {
+    await writeRoutes(facts(), at, { fence: fence() });
+    expect(cluster.applied[0]!.annotations).toEqual({
+      [DIGEST]: dataDigest(renderRoutes(facts(), at).files.xds),
+      [WRITER_EPOCH_ANNOTATION]: "3",
+      [CONTROLLER_CONFIG_ANNOTATION]: "c1",
+    });
+  });
+
+  it("write over an older or the same leader's epoch", async () => {
+    await writeRoutes(facts(), at, { fence: fence({ epoch: 2 }) });
+    await writeRoutes(facts({ devNamespaces: {} }), at, { fence: fence({ epoch: 2 }) });
+    await writeRoutes(facts(), at, { fence: fence({ epoch: 3 }) });
+    expect(cluster.applied).toHaveLength(3);
+    expect(annotations()[WRITER_EPOCH_ANNOTATION]).toBe("3");
+  });
+
+  it("never write over a newer leader's epoch, saying both", async () => {
+    await writeRoutes(facts({ devNamespaces: {} }), at, { fence: fence({ epoch: 5 }) });
+    const write = writeRoutes(facts(), at, { fence: fence({ epoch: 4 }) });
+    await expect(write).rejects.toThrow(FencedError);
+    await expect(write).rejects.toThrow(
+      "not written: ConfigMap default/gateway-xds was written by a newer route controller leader (epoch 5; this one's is 4)",
+    );
+    expect(cluster.applied).toHaveLength(1);
+    expect(cluster.annotated).toHaveLength(1);
+  });
+
+  it("never write once the Lease is lost, asking just before the write", async () => {
+    let asked = 0;
+    const lost = fence({ leading: () => (asked++, false) });
+    await expect(writeRoutes(facts(), at, { fence: lost })).rejects.toThrow(
+      "not written: this route controller no longer holds the Lease (epoch 3)",
+    );
+    expect(asked).toBe(1);
+    expect(cluster.applied).toEqual([]);
+  });
+
+  it("write again when only the config rendered from changed (the routes resources wait for it)", async () => {
+    await writeRoutes(facts(), at, { fence: fence() });
+    await writeRoutes(facts(), at, { fence: fence() });
+    expect(cluster.applied).toHaveLength(1);
+    await writeRoutes(facts(), at, { fence: fence({ configDigest: "c2" }) });
+    expect(cluster.applied).toHaveLength(2);
+    expect(annotations()[CONTROLLER_CONFIG_ANNOTATION]).toBe("c2");
+  });
+
+  it("sync-routes' live write hands its fence to each gateway's write", async () => {
+    cluster.configMaps.set("default/internal-gateway-xds", created());
+    const state = (["gateway", "internal-gateway"] as const).map((gateway) => ({
+      urn: `urn:${gateway}`,
+      name: `${gateway}-routes`,
+      outputs: { gateway, namespace: "default", configMap: `${gateway}-xds` } as never,
+    }));
+    const planned = plan(state, { config: stackConfig("dev") }, {}, at);
+    await writeLive(planned, {}, at, {}, fence({ epoch: 9 }));
+    expect(cluster.applied.map((a) => a.annotations[WRITER_EPOCH_ANNOTATION])).toEqual(["9", "9"]);
+  });
+});
+
+describe("when the route controller writes the ConfigMap", () => {
+  const controller = { configDigest: "c1", deployment: "default/route-controller" };
+  const wait = { timeoutMs: 300, pollMs: 50 };
+  const inCluster = (change: Partial<RoutesFacts> = {}) => facts({ devNamespaces: {}, controller, ...change });
+  /** The controller's write of config `digest`, with the dev/PR routes only it knows. */
+  const controllerWrites = (digest: string) =>
+    writeRoutes(facts(), at, { fence: { epoch: 1, leading: () => true, configDigest: digest } });
+
+  it("the inputs give no dev/PR namespaces (the live ConfigMap is their record), and name the controller", () => {
+    const given = routesInputs(
+      { gateway: "gateway", namespace: "default", configMap: "gateway-xds" },
+      stackConfig("dev"),
+      dev,
+      { controller },
+    );
+    expect(given.devNamespaces).toEqual({});
+    expect(given.controller).toEqual(controller);
+    expect(
+      routesInputs({ gateway: "gateway", namespace: "default", configMap: "x" }, stackConfig("dev"), dev),
+    ).not.toHaveProperty("controller");
+  });
+
+  it("create and update write nothing, and return once the controller wrote from this config", async () => {
+    await controllerWrites("c0");
+    const applied = cluster.applied.length;
+    const waiting = applyRoutes(inCluster());
+    setTimeout(() => void controllerWrites("c1"), 300);
+    const outputs = await waiting;
+    // The controller's one write, none of the resource's own.
+    expect(cluster.applied).toHaveLength(applied + 1);
+    expect(outputs.routes).toEqual(routeLines(renderRoutes(inCluster(), at).routes));
+    expect(Object.keys(outputs.routes).some((id) => id.startsWith("pr-"))).toBe(false);
+    expect(outputs.dataDigest).toBe(dataDigest(cluster.configMaps.get("default/gateway-xds")!.data));
+    expect(outputs.controller).toEqual(controller);
+  });
+
+  it("without the controller's write in time: an error naming the ConfigMap, what it holds and where to look", async () => {
+    await controllerWrites("c0");
+    await expect(awaitController(inCluster(), wait)).rejects.toThrow(
+      "the route controller did not write ConfigMap default/gateway-xds from its current config (c1) within 0.3s (it holds c0): is Deployment default/route-controller running? kubectl -n default logs deploy/route-controller",
+    );
+    cluster.configMaps.set("default/gateway-xds", created());
+    await expect(awaitController(inCluster(), { timeoutMs: 0, pollMs: 100 })).rejects.toThrow(
+      "(it holds no route controller write)",
+    );
+    cluster.configMaps.clear();
+    await expect(awaitController(inCluster(), { timeoutMs: 0, pollMs: 100 })).rejects.toThrow("(it does not exist)");
+  });
+
+  it("a diff sees no change for the controller's writes, and the facts' changes as changes", async () => {
+    await controllerWrites("c1");
+    const outputs = await applyRoutes(inCluster());
+    const inputs = core.checkRoutes(inCluster(), at).inputs!;
+    expect(diffRoutes(outputs, inputs, at).changes).toBe(false);
+    const next = core.checkRoutes(inCluster({ controller: { ...controller, configDigest: "c2" } }), at).inputs!;
+    expect(diffRoutes(outputs, next, at).changes).toBe(true);
+    // Without the controller, the same state is behind: the ConfigMap's files are not what the facts render.
+    const { controller: _, ...plainInputs } = inputs;
+    expect(diffRoutes(outputs, plainInputs, at).changes).toBe(true);
+  });
+
+  it("refresh keeps the state (no drift for the controller's routes), with the digest it found", async () => {
+    await controllerWrites("c1");
+    const outputs = await applyRoutes(inCluster());
+    await writeRoutes(facts({ devNamespaces: { "pr-99": ["ci"] } }), at, {
+      fence: { epoch: 1, leading: () => true, configDigest: "c1" },
+    });
+    const read = await readRoutes(outputs);
+    expect(read!.drift).toBeUndefined();
+    expect(read!.dataDigest).toBe(dataDigest(cluster.configMaps.get("default/gateway-xds")!.data));
+    expect(read!.dataDigest).not.toBe(outputs.dataDigest);
+  });
+
+  it("delete leaves the controller's routes in place", async () => {
+    await controllerWrites("c1");
+    const outputs = await applyRoutes(inCluster());
+    const applied = cluster.applied.length;
+    await removeRoutes(outputs);
+    expect(cluster.applied).toHaveLength(applied);
+    expect(cluster.configMaps.get("default/gateway-xds")!.data["rds.yaml"]).toContain("/pr-12/batch");
+  });
+});
+
 describe("the Routes dynamic provider (components/routes.ts)", () => {
   // The provider loads routes-provider/core.ts from the directory the engine runs it in (here the
   // project's); this process has it loaded already, with the in-memory API above.
@@ -436,6 +595,17 @@ describe("the Routes dynamic provider (components/routes.ts)", () => {
     const updated = await routesProvider.update!(written.id, old, inputs);
     expect(updated.outs!.routes).toEqual(inputs.routes);
     expect(Object.values(updated.outs!.routes).every((line) => typeof line === "string")).toBe(true);
+    expect(cluster.applied).toHaveLength(1);
+  });
+
+  it("creates and updates through the route controller when it writes the ConfigMap", async () => {
+    const controller = { configDigest: "c1", deployment: "default/route-controller" };
+    await writeRoutes(facts(), at, { fence: { epoch: 1, leading: () => true, configDigest: "c1" } });
+    const inputs = core.checkRoutes(plain({ devNamespaces: {}, controller })).inputs!;
+    const created = await routesProvider.create!(inputs);
+    const updated = await routesProvider.update!(created.id, created.outs, inputs);
+    expect(created.outs.controller).toEqual(controller);
+    expect(updated.outs!.controller).toEqual(controller);
     expect(cluster.applied).toHaveLength(1);
   });
 
