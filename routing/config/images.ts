@@ -36,7 +36,13 @@ export const imageReference = z
   .string({ error: `must be ${IMAGE_HINT}` })
   .refine((image) => parseImageReference(image) !== undefined, { error: `must be ${IMAGE_HINT}`, abort: true });
 
-export const envoyImage = imageReference.refine(isPinnedImage, {
-  error:
-    "must be pinned to a version tag or a digest (envoyproxy/envoy:v1.40.0 or ...@sha256:<64 hex>), never latest or untagged",
-});
+/** An image reference pinned to a version tag or a digest; the error gives `example` as the way to write one. */
+const pinnedImage = (example: string) =>
+  imageReference.refine(isPinnedImage, {
+    error: `must be pinned to a version tag or a digest (${example} or ...@sha256:<64 hex>), never latest or untagged`,
+  });
+
+export const envoyImage = pinnedImage("envoyproxy/envoy:v1.40.0");
+
+/** The route controller's image: built from this project (scripts/route-controller-image.sh), pushed where the cluster pulls from. */
+export const routeControllerImage = pinnedImage("registry.example.org/envoy-gateways/route-controller:0.1.0");

@@ -4,7 +4,8 @@
 // the raw values into a `StackConfig` or one error listing every bad value.
 //
 // This file assembles the schema from its parts (primitives.ts, images.ts,
-// security-headers.ts, upstream.ts, edge.ts, gateways.ts, services.ts) and the
+// security-headers.ts, upstream.ts, edge.ts, gateways.ts, services.ts,
+// route-sync.ts) and the
 // services the gateways call (auth, ACME), and exports what the rest of the
 // code reads: cross-key.ts has the checks across keys, routing-config.ts the
 // routing part the routes resources are given.
@@ -13,6 +14,7 @@ import { edge, resolveEdge, tls } from "./edge.js";
 import { GATEWAY_ROLES, gatewaySettings, resolveGateways } from "./gateways.js";
 import { envoyImage } from "./images.js";
 import { cidr, dnsLabel, dnsName, duration, matchLabels, port } from "./primitives.js";
+import { routeSync } from "./route-sync.js";
 import { devNamespaces, productionService, shift } from "./services.js";
 import { upstream } from "./upstream.js";
 
@@ -119,6 +121,8 @@ export const stackConfigSchema = z
     shifts: z.array(shift).default([]),
     /** Dev/PR namespaces: which are routed and how. */
     devNamespaces: devNamespaces.prefault({}),
+    /** Who keeps the dev/PR routes in step: `sync-routes` from outside, or the route controller in the cluster. */
+    routeSync: routeSync.prefault({}),
     /** The ext_authz service for dev/PR routes. */
     auth: auth.prefault({}),
     /** The ACME HTTP-01 solver. */

@@ -102,7 +102,7 @@ describe("secrets", () => {
     );
     expect(lines).toEqual([
       "envoy-gateways:namespace: must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters (value not shown: it is a secret)",
-      "envoy-gateways:unknownKey: unknown key; allowed: domain, internalDomain, clusterDomain, namespace, envoyImage, gateways, services, shifts, devNamespaces, auth, acme, upstream, edge, tls, stats, networkPolicy, skipAwait, adoptExisting, renderYamlToDirectory (value not shown: it is a secret)",
+      "envoy-gateways:unknownKey: unknown key; allowed: domain, internalDomain, clusterDomain, namespace, envoyImage, gateways, services, shifts, devNamespaces, routeSync, auth, acme, upstream, edge, tls, stats, networkPolicy, skipAwait, adoptExisting, renderYamlToDirectory (value not shown: it is a secret)",
       "envoy-gateways:namespace: is set as a secret, but it is rendered into the gateways' ConfigMaps and the stack's state in plain text like every value but the kubeconfig; set it without --secret (value not shown)",
     ]);
   });

@@ -121,6 +121,7 @@ describe("stack config", () => {
           domain: "example.internal",
         }),
       },
+      routeSync: {},
       services: [],
       shifts: [],
       devNamespaces: {
@@ -382,6 +383,41 @@ describe("stack config", () => {
       { servedBy: { app: "-nginx" } },
       "envoy-gateways:gateways.gateway.service.servedBy.app",
       /the label value must be at most 63 letters/,
+    ],
+    [
+      "route controller without an image",
+      "routeSync.inCluster",
+      { replicas: 2 },
+      "envoy-gateways:routeSync.inCluster.image",
+      /is required/,
+    ],
+    [
+      "route controller image not pinned",
+      "routeSync.inCluster",
+      { image: "registry.example.org/envoy-gateways/route-controller:latest" },
+      "envoy-gateways:routeSync.inCluster.image",
+      /route-controller:0\.1\.0 or \.\.\.@sha256:<64 hex>\), never latest or untagged/,
+    ],
+    [
+      "route controller with no replicas",
+      "routeSync.inCluster",
+      { image: "rc:0.1.0", replicas: 0 },
+      "envoy-gateways:routeSync.inCluster.replicas",
+      /whole number of replicas from 1 to 5 \(got 0\)/,
+    ],
+    [
+      "route controller debounce over 10 s",
+      "routeSync.inCluster",
+      { image: "rc:0.1.0", debounceMs: 60_000 },
+      "envoy-gateways:routeSync.inCluster.debounceMs",
+      /number of milliseconds from 0 to 10,000 \(got 60000\)/,
+    ],
+    [
+      "route controller with an unknown key",
+      "routeSync",
+      { inCluster: { image: "rc:0.1.0", replica: 2 } },
+      "envoy-gateways:routeSync.inCluster.replica",
+      /unknown key/,
     ],
     ["adoptExisting not a boolean", "adoptExisting", "yes", "envoy-gateways:adoptExisting", /must be true or false/],
     [
@@ -827,6 +863,17 @@ describe("stack config", () => {
     expect(mine, problems.join("\n")).toHaveLength(1);
     expect(mine[0]).toMatch(message);
     expect(problems, "only the broken key is reported").toHaveLength(1);
+  });
+
+  it("gives the route controller two replicas, small resources and a 100 ms debounce unless set", () => {
+    const config = parseStackConfig({ ...minimalRaw(), routeSync: { inCluster: { image: "rc:0.1.0" } } });
+    expect(config.routeSync.inCluster).toEqual({
+      replicas: 2,
+      image: "rc:0.1.0",
+      resources: { requests: { cpu: "20m", memory: "128Mi" }, limits: { cpu: "1", memory: "256Mi" } },
+      debounceMs: 100,
+    });
+    expect(parseStackConfig(minimalRaw()).routeSync.inCluster).toBeUndefined();
   });
 
   it("refuses any secret but the kubeconfig, and never shows a secret value, even under a misspelt key", () => {
