@@ -12,21 +12,11 @@
 // everything else (nice 10 by default): the routes are already live.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { parseDuration } from "../routing/units.js";
+import { durationFlag, parseFlags, UsageError } from "../route-sync/cli-flags.js";
 import { MAX_NICENESS, parseNiceness } from "../route-sync/niced-cli.js";
 
 const USAGE =
   "usage: dist/sync-routes --stack <name> [--watch] [--debounce <ms|s>] [--lock-wait <s|m>] [--record-niceness <0-19>] [--project-dir <dir>]";
-
-/** A flag's duration in milliseconds, or an error naming the flag, the value and what is allowed. */
-function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m")[], example: string): number {
-  const ms = parseDuration(text, units);
-  if (ms === undefined)
-    throw new UsageError(
-      `--${flag} ${JSON.stringify(text)}: must be a whole number with a unit (${units.join(", ")}), such as ${example}`,
-    );
-  return ms;
-}
 
 /** --record-niceness: a whole number from 0 to 19, or an error naming the flag, the value and what is allowed. */
 function nicenessFlag(text: string): number {
@@ -36,17 +26,6 @@ function nicenessFlag(text: string): number {
       `--record-niceness ${JSON.stringify(text)}: must be a whole number from 0 (the record's engine run as sync-routes itself) to ${MAX_NICENESS} (the lowest CPU priority)`,
     );
   return n;
-}
-
-class UsageError extends Error {}
-
-/** The flags, or a usage error for an unknown flag or a missing value. */
-function parseFlags<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
 }
 
 async function main(): Promise<number> {
@@ -77,11 +56,12 @@ async function main(): Promise<number> {
   const { ProjectStack, routesInState, stackConfigOf, engineErrorLines } = await import("../route-sync/stack.js");
   const stack = new ProjectStack(values.stack, projectDir, recordNiceness);
   if (!values.watch) {
-    const { report, syncRoutes } = await import("../route-sync/sync.js");
+    const { ControllerWritesError, report, syncRoutes } = await import("../route-sync/sync.js");
     try {
       for (const line of report(await syncRoutes(stack, { log, lock }))) console.log(line);
       return 0;
     } catch (e) {
+      if (e instanceof ControllerWritesError) throw e;
       console.error(
         `sync-routes: stack ${values.stack}: failed; the xDS ConfigMaps keep their content:\n${engineErrorLines(e)}`,
       );
@@ -91,6 +71,8 @@ async function main(): Promise<number> {
   const [sync, state] = await Promise.all([stackConfigOf(stack), routesInState(stack)]);
   if (state.length === 0)
     throw new Error(`stack ${values.stack} has no routes resources yet: run a full \`pulumi up\` first`);
+  const { refuseWhileControllerWrites } = await import("../route-sync/sync.js");
+  refuseWhileControllerWrites(values.stack, sync, state);
   const { watchRoutes } = await import("../route-sync/watch.js");
   // While a traffic shift moves, weights change with time alone: re-render every 10 s.
   const watcher = watchRoutes(stack, { sync, state }, { debounceMs, resyncMs: 10_000, lock, log });

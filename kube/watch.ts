@@ -79,6 +79,31 @@ export function changeFilter(
 }
 
 /**
+ * Starts `informer` and starts it again after each failed list or watch
+ * (after 1 s, doubling up to 30 s, back to 1 s once it connects), telling
+ * `onError` what failed, until `stopped()`; `onListed` after each start.
+ */
+function keepWatching<T extends k8s.KubernetesObject>(
+  kc: k8s.KubeConfig,
+  informer: k8s.ListWatch<T>,
+  action: string,
+  onError: WatchCallbacks["onError"],
+  stopped: () => boolean,
+  onListed: () => void = () => {},
+): void {
+  let delay = 1000;
+  const start = () => void informer.start().then(onListed);
+  informer.on(k8s.CONNECT, () => (delay = 1000));
+  informer.on(k8s.ERROR, (e) => {
+    if (stopped()) return;
+    onError(describeKubeError(kc, action, e).message, delay);
+    setTimeout(() => void (stopped() || start()), delay).unref();
+    delay = Math.min(delay * 2, 30_000);
+  });
+  start();
+}
+
+/**
  * Watches the namespaces matching `namespaceSelector` and the Services
  * matching `serviceSelector`, cluster-wide. An update that changes only the
  * `ignoredAnnotations` (or the server's bookkeeping) is not reported.
@@ -115,21 +140,12 @@ export function watchRoutedObjects(
     if (ready()) markSynced();
   };
   const follow = <T extends k8s.KubernetesObject>(informer: k8s.ListWatch<T>, kind: string, selector: string): void => {
-    let delay = 1000;
-    const start = () => void informer.start().then(checkSynced);
     const changes = changeFilter(kind, ignored);
     const report = (what: string | undefined) => what !== undefined && callbacks.onChange(what);
     informer.on(k8s.ADD, (o) => report(changes.added(o)));
     informer.on(k8s.UPDATE, (o) => report(changes.updated(o)));
     informer.on(k8s.DELETE, (o) => report(changes.deleted(o)));
-    informer.on(k8s.CONNECT, () => (delay = 1000));
-    informer.on(k8s.ERROR, (e) => {
-      if (stopped) return;
-      callbacks.onError(describeKubeError(kc, `watching ${kind}s labelled ${selector}`, e).message, delay);
-      setTimeout(() => void (stopped || start()), delay).unref();
-      delay = Math.min(delay * 2, 30_000);
-    });
-    start();
+    keepWatching(kc, informer, `watching ${kind}s labelled ${selector}`, callbacks.onError, () => stopped, checkSynced);
   };
   follow(namespaces, "namespace", namespaceSelector);
   follow(services, "Service", serviceSelector);
@@ -141,6 +157,55 @@ export function watchRoutedObjects(
     async stop() {
       stopped = true;
       await Promise.all([namespaces.stop(), services.stop()]);
+    },
+  };
+}
+
+/** A watch of one ConfigMap. */
+export interface ConfigMapWatch {
+  stop(): Promise<void>;
+}
+
+/**
+ * Follows one ConfigMap (a list and watch with a field selector on its name,
+ * which RBAC grants on that name alone): `onData` with its data after the
+ * first list that was read and after each change, undefined while it does
+ * not exist (a failed list or watch says nothing of it: `onError` is told).
+ */
+export function watchConfigMap(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  name: string,
+  callbacks: { onData(data: Record<string, string> | undefined): void; onError: WatchCallbacks["onError"] },
+): ConfigMapWatch {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const fieldSelector = `metadata.name=${name}`;
+  const informer = new k8s.ListWatch<k8s.V1ConfigMap>(
+    `/api/v1/namespaces/${namespace}/configmaps`,
+    new k8s.Watch(kc),
+    () => core.listNamespacedConfigMap({ namespace, fieldSelector }, withTimeout()),
+    false,
+    undefined,
+    fieldSelector,
+  );
+  let stopped = false;
+  /** What was last reported: the data's digest, "absent", or undefined before the first list. */
+  let last: string | undefined;
+  const report = () => {
+    const data = informer.get(name, namespace)?.data;
+    const seen = informer.get(name, namespace) === undefined ? "absent" : jsonDigest(data ?? {});
+    if (seen === last) return;
+    last = seen;
+    callbacks.onData(seen === "absent" ? undefined : { ...(data ?? {}) });
+  };
+  for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) informer.on(verb, report);
+  // A failed list leaves the cache empty: only a list that was read says whether it exists.
+  const listed = () => informer.latestResourceVersion() !== "" && report();
+  keepWatching(kc, informer, `watching ConfigMap ${namespace}/${name}`, callbacks.onError, () => stopped, listed);
+  return {
+    async stop() {
+      stopped = true;
+      await informer.stop();
     },
   };
 }

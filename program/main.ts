@@ -19,7 +19,11 @@ export async function runProgram(sync?: SyncRecord) {
   const loaded = loadStackConfig();
   const now = new Date();
   let devNamespaces: DevNamespaces;
-  if (sync) {
+  if (loaded.config.routeSync.inCluster) {
+    // The live ConfigMaps are the record of the dev/PR routes the route controller writes: the routes resources get none.
+    void pulumi.log.info("dev/PR routes: written by the route controller in the cluster (routeSync.inCluster)");
+    devNamespaces = {};
+  } else if (sync) {
     void pulumi.log.info(`dev/PR namespaces as sync-routes discovered and wrote them (rendered at ${sync.renderedAt})`);
     devNamespaces = sync.devNamespaces;
   } else {

@@ -11,16 +11,24 @@ import { GATEWAYS, routingConfig, type GatewayName, type StackConfig } from "../
 import { renderGateways } from "../routing/render.js";
 import { describeRoutes, routesView } from "../routing/routes-view.js";
 import { buildRoutingTable, type DevNamespaces } from "../routing/table.js";
-import { EnvoyGateway } from "../components/envoy-gateway.js";
+import { EnvoyGateway, gatewayObjectNames } from "../components/envoy-gateway.js";
 import { HeadlessService } from "../components/headless-service.js";
 import { gatewayNetworkFacts } from "../components/network-policy.js";
+import { RouteController } from "../components/route-controller.js";
 import { RouteSyncAccess } from "../components/route-sync-access.js";
 import { Routes } from "../components/routes.js";
-import { routesInputs, type SyncWrites } from "../routes-provider/core.js";
+import { routesInputs, type RouteControllerWrites, type SyncWrites } from "../routes-provider/core.js";
+import {
+  controllerConfigData,
+  controllerConfigDigest,
+  type RoutesTarget,
+} from "../routes-provider/controller-config.js";
 
 /** The stack's config, and its kubeconfig kept apart from it. */
 export interface LoadedConfig {
   config: StackConfig;
+  /** The config as written (before defaults), without the kubeconfig: what the route controller is given. */
+  raw: Record<string, unknown>;
   /** The cluster's kubeconfig, when the stack sets one: the text for the program's own API calls, the secret for every resource input. */
   kubeconfig?: { text: string; secret: pulumi.Output<string> };
 }
@@ -48,7 +56,8 @@ export function loadStackConfig(): LoadedConfig {
     const raw = fromPulumiConfig(all);
     const config = parseStackConfig(raw, subject, { secretKeys: secrets });
     const text = kubeconfigOf(raw);
-    if (text === undefined) return { config };
+    const { [KUBECONFIG_KEY]: _, ...written } = raw;
+    if (text === undefined) return { config, raw: written };
     if (!secrets.has(KUBECONFIG_KEY)) {
       throw new InputError(subject, [
         {
@@ -58,12 +67,59 @@ export function loadStackConfig(): LoadedConfig {
         },
       ]);
     }
-    return { config, kubeconfig: { text, secret: new pulumi.Config(PROJECT).requireSecret(KUBECONFIG_KEY) } };
+    return {
+      config,
+      raw: written,
+      kubeconfig: { text, secret: new pulumi.Config(PROJECT).requireSecret(KUBECONFIG_KEY) },
+    };
   } catch (e) {
     // RunError: Pulumi prints the message without a stack trace.
     if (e instanceof InputError) throw runError(e.message);
     throw e;
   }
+}
+
+/** The gateways whose xDS ConfigMaps the routes resources (or the route controller) write. */
+export function routesTargets(config: StackConfig): RoutesTarget[] {
+  return GATEWAYS.map((gateway) => ({
+    name: `${gateway}-routes`,
+    gateway,
+    namespace: config.namespace,
+    configMap: gatewayObjectNames(gateway).xds,
+  }));
+}
+
+/**
+ * The route controller, when the stack config sets routeSync.inCluster: its
+ * component, and what the routes resources then expect of it (its config's
+ * digest, its Deployment).
+ */
+function declareRouteController(
+  loaded: LoadedConfig,
+  access: RouteSyncAccess,
+  provider: k8s.Provider,
+): { component: RouteController; writes: RouteControllerWrites } | undefined {
+  const { config } = loaded;
+  const settings = config.routeSync.inCluster;
+  if (!settings) return undefined;
+  const data = controllerConfigData(loaded.raw, routesTargets(config));
+  const policy = config.networkPolicy;
+  const component = new RouteController(
+    "route-controller",
+    {
+      namespace: config.namespace,
+      settings,
+      config: data,
+      serviceAccount: access.serviceAccount.metadata.name,
+      networkPolicy: policy.enabled
+        ? { metrics: policy.metricsScrapers, dns: policy.clusterDns, apiServer: policy.apiServer }
+        : undefined,
+      skipAwait: config.skipAwait,
+    },
+    // Its identity's roles and admission policies are in place before it starts.
+    { provider, dependsOn: [access] },
+  );
+  return { component, writes: { configDigest: controllerConfigDigest(data), deployment: component.deploymentName } };
 }
 
 /** What the program exports. */
@@ -125,6 +181,17 @@ export function declareStack(
         ),
     );
   });
+  const access = new RouteSyncAccess(
+    "route-sync",
+    {
+      namespace: config.namespace,
+      protectedNamespaces: [...config.devNamespaces.protected],
+      configMaps: GATEWAYS.map((g) => gatewayObjectNames(g).xds),
+      gateways: [...GATEWAYS],
+    },
+    { provider },
+  );
+  const controller = declareRouteController(loaded, access, provider);
   const gatewayResources = {} as Record<GatewayName, EnvoyGateway>;
   const gateways = {} as StackOutputs["gateways"];
   const routes = {} as StackOutputs["routes"];
@@ -155,21 +222,12 @@ export function declareStack(
           { gateway, namespace: config.namespace, configMap: g.xdsConfigMap.metadata.name },
           config,
           devNamespaces,
-          { kubeconfig, sync },
+          { kubeconfig, sync, ...(controller ? { controller: controller.writes } : {}) },
         ),
-        { dependsOn: [g.xdsConfigMap] },
+        // With the route controller: its create and update wait for the controller's write, once it runs.
+        { dependsOn: [g.xdsConfigMap, ...(controller ? [controller.component.deployment] : [])] },
       );
     }
   }
-  new RouteSyncAccess(
-    "route-sync",
-    {
-      namespace: config.namespace,
-      protectedNamespaces: [...config.devNamespaces.protected],
-      configMaps: GATEWAYS.map((g) => gatewayResources[g].xdsConfigMap.metadata.name),
-      gateways: [...GATEWAYS],
-    },
-    { provider },
-  );
   return { gateways, routes, gatewayResources, services };
 }

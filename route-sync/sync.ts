@@ -46,6 +46,7 @@ import { routeLine, routeLines, type RouteEntry, type RouteLines, type RoutesVie
 import { isMoving, shiftFromSpec } from "../routing/shifts.js";
 import type { DevNamespaces } from "../routing/table.js";
 import { dataDigest } from "../routing/units.js";
+import { PROJECT } from "../routing/config/load.js";
 import { whenUnlocked, type LockWait } from "./lock.js";
 import { routesInState, stackConfigOf, type ProjectStack, type RoutesResourceState } from "./stack.js";
 
@@ -359,6 +360,35 @@ export async function record(
   return routesInState(stack);
 }
 
+/** sync-routes refused: the route controller in the cluster writes the dev/PR routes of this stack. */
+export class ControllerWritesError extends Error {
+  override name = "ControllerWritesError";
+}
+
+/**
+ * Throws ControllerWritesError while the route controller writes the stack's
+ * dev/PR routes: its config sets routeSync.inCluster (the next `pulumi up`
+ * starts it), or its routes resources wait for the controller (the last
+ * `pulumi up` started it, and none since has removed it). Two writers would
+ * race; the controller's writes are fenced, a sync's are not.
+ */
+export function refuseWhileControllerWrites(
+  stackName: string,
+  sync: SyncConfig,
+  state: readonly RoutesResourceState[],
+): void {
+  const configured = sync.config.routeSync.inCluster !== undefined;
+  const running = state.find((r) => r.outputs.controller !== undefined);
+  if (!configured && !running) return;
+  const why = configured
+    ? `its config sets ${PROJECT}:routeSync.inCluster`
+    : `its last \`pulumi up\` declared the route controller (${running!.outputs.controller!.deployment}), and its config no longer sets ${PROJECT}:routeSync.inCluster: run \`pulumi up\` to remove it first`;
+  throw new ControllerWritesError(
+    `stack ${stackName}: not syncing, the route controller in the cluster writes the dev/PR routes (${why}). ` +
+      `Two writers would race: to sync from here again, unset it (pulumi config rm --path ${PROJECT}:routeSync.inCluster) and run \`pulumi up\``,
+  );
+}
+
 /** One sync, as CI runs it after it creates or deletes a dev/PR namespace. */
 export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Promise<SyncResult> {
   const start = Date.now();
@@ -375,6 +405,7 @@ export async function syncRoutes(stack: ProjectStack, options: SyncOptions): Pro
   const [sync, state] = await timed("stack", () => Promise.all([stackConfigOf(stack), routesInState(stack)]));
   if (state.length === 0)
     throw new Error(`stack ${stack.name} has no routes resources yet: run a full \`pulumi up\` first`);
+  refuseWhileControllerWrites(stack.name, sync, state);
   const now = new Date();
   const listed = await timed("discovery", () => discover(sync, now));
   const found = listed.found;

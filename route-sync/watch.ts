@@ -92,12 +92,6 @@ export interface Watcher {
   synced(): boolean;
   /** When its live step last started and finished (a step running for minutes is stuck). */
   lastStep(): { startedMs?: number; finishedMs?: number };
-  /**
-   * Renders with this config from now on (the route controller's config
-   * changed); the namespace selector must stay the same (a new selector needs
-   * a new watch).
-   */
-  reconfigure(sync: SyncConfig): void;
 }
 
 /**
@@ -387,12 +381,6 @@ export function watchRoutes(
     done,
     synced: () => objects.ready(),
     lastStep: () => ({ startedMs: stepStartedMs, finishedMs: stepFinishedMs }),
-    reconfigure(next) {
-      if (next.config.devNamespaces.selector !== sync.config.devNamespaces.selector)
-        throw new Error("reconfigure: the dev/PR namespace selector changed: that needs a new watch");
-      sync = next;
-      schedule("the config changed", 0);
-    },
     stop() {
       if (stopping) return;
       stopping = true;

@@ -96,6 +96,16 @@ const networkPolicy = z.strictObject({
       cidrs: z.array(cidr, { error: "must be a list of address ranges" }).default([]),
     })
     .prefault({}),
+  /**
+   * The Kubernetes API server the route controller calls (routeSync.inCluster): its addresses
+   * (default: any) and ports, as the pods reach it after the `kubernetes` Service's translation.
+   */
+  apiServer: z
+    .strictObject({
+      cidrs: z.array(cidr, { error: "must be a list of address ranges" }).default([]),
+      ports: z.array(port, { error: "must be a list of port numbers" }).min(1).default([443, 6443]),
+    })
+    .prefault({}),
 });
 
 export const stackConfigSchema = z

@@ -196,6 +196,7 @@ describe("stack config", () => {
           pods: { "app.kubernetes.io/name": "prometheus" },
         },
         clusterDns: { namespace: "kube-system", pods: { "k8s-app": "kube-dns" }, cidrs: [] },
+        apiServer: { cidrs: [], ports: [443, 6443] },
       },
       skipAwait: false,
       adoptExisting: false,
@@ -418,6 +419,20 @@ describe("stack config", () => {
       { inCluster: { image: "rc:0.1.0", replica: 2 } },
       "envoy-gateways:routeSync.inCluster.replica",
       /unknown key/,
+    ],
+    [
+      "API server range not an address range",
+      "networkPolicy.apiServer",
+      { cidrs: ["10.0.0.1"] },
+      "envoy-gateways:networkPolicy.apiServer.cidrs[0]",
+      /in CIDR notation/,
+    ],
+    [
+      "API server port out of range",
+      "networkPolicy.apiServer",
+      { ports: [70000] },
+      "envoy-gateways:networkPolicy.apiServer.ports[0]",
+      /port number from 1 to 65,535 \(got 70000\)/,
     ],
     ["adoptExisting not a boolean", "adoptExisting", "yes", "envoy-gateways:adoptExisting", /must be true or false/],
     [

@@ -195,6 +195,16 @@ describe("the program's wiring", () => {
       },
       ["kubernetes:kubeconfig"],
     );
-    expect(loadStackConfig()).toEqual({ config: expect.objectContaining({ domain: "example.org" }) });
+    expect(loadStackConfig()).toEqual({
+      config: expect.objectContaining({ domain: "example.org" }),
+      raw: minimalRaw(),
+    });
+  });
+
+  it("keeps the config as written, without the kubeconfig, for the route controller", () => {
+    setStackConfig({ ...minimalRaw(), kubeconfig: "token: s3cr3t" }, ["kubeconfig"]);
+    const loaded = loadStackConfig();
+    expect(loaded.raw).toEqual(minimalRaw());
+    expect(loaded.kubeconfig?.text).toBe("token: s3cr3t");
   });
 });

@@ -760,21 +760,6 @@ describe("sync-routes --watch", () => {
       expect(h.fences).toMatchObject([{ epoch: 3 }, { epoch: 4 }]);
     });
 
-    it("renders again with a new config, and refuses a new namespace selector", async () => {
-      await inCluster();
-      await tick(300);
-      const next = { config: { ...sync.config, namespace: "gateways" } };
-      watcher.reconfigure(next as unknown as SyncConfig);
-      h.digest = "d3";
-      await tick(0);
-      expect(h.writes).toEqual(["d0", "d3"]);
-      expect(() =>
-        watcher.reconfigure({
-          config: { ...sync.config, devNamespaces: { selector: "x=y" } },
-        } as unknown as SyncConfig),
-      ).toThrow("the dev/PR namespace selector changed");
-    });
-
     it("says whether its lists are read and when its live step last ran", async () => {
       h.ready = false;
       let listed!: () => void;
