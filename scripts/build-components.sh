@@ -307,19 +307,6 @@ build_pod_images() {
     "https-echo.tar $POD_IMAGE_ECHO" "ext-authz.tar $POD_IMAGE_AUTH" >"$out/images.txt"
 }
 
-# glibc_root ROOT BINARY...: ROOT in Debian's merged /usr layout (/bin, /lib and /lib64 are
-# links into /usr) with the libraries ldd names for each BINARY and the loader, and /tmp.
-glibc_root() {
-  local root="$1" lib; shift
-  mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/usr/lib/x86_64-linux-gnu" "$root/usr/lib64" "$root/etc" "$root/tmp"
-  chmod 1777 "$root/tmp"
-  ln -s usr/bin "$root/bin"; ln -s usr/lib "$root/lib"; ln -s usr/lib64 "$root/lib64"
-  for lib in $(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
-    cp -L "$lib" "$root/usr/lib/x86_64-linux-gnu/"
-  done
-  cp -L /lib64/ld-linux-x86-64.so.2 "$root/usr/lib64/"
-}
-
 # --- the old world's gateway image (adoption tests and benchmarks; development set) -----------
 #   nginx.tar       POD_IMAGE_NGINX: Debian's /usr/sbin/nginx (nginx-light, installed by
 #                   scripts/install-debian-packages.sh development) with the libraries ldd

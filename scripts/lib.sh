@@ -189,3 +189,16 @@ setup_project() {
   step "CLIs (dist/)" npm run -s build
   step "real components ($set)" bash scripts/build-components.sh --set "$set"
 }
+
+# glibc_root ROOT BINARY...: ROOT in Debian's merged /usr layout (/bin, /lib and /lib64 are
+# links into /usr) with the libraries ldd names for each BINARY and the loader, and /tmp.
+glibc_root() {
+  local root="$1" lib; shift
+  mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/usr/lib/x86_64-linux-gnu" "$root/usr/lib64" "$root/etc" "$root/tmp"
+  chmod 1777 "$root/tmp"
+  ln -s usr/bin "$root/bin"; ln -s usr/lib "$root/lib"; ln -s usr/lib64 "$root/lib64"
+  for lib in $(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+    cp -L "$lib" "$root/usr/lib/x86_64-linux-gnu/"
+  done
+  cp -L /lib64/ld-linux-x86-64.so.2 "$root/usr/lib64/"
+}

@@ -21,8 +21,11 @@
 #                          (user, verb, resource, namespace, name), for counting requests
 #   logs/coredns.log       every DNS query the pods make;  node/  the node's state
 #   pki/services-ca.*      the CA of the workloads' certificates (scripts/local-stack.ts)
-# The control plane listens on loopback only, on free ports chosen at start; the node's
-# kubelet API and CoreDNS on its bridge address, pods on the bridge's /24.
+# etcd and kube-controller-manager listen on loopback only, on free ports chosen at start;
+# kube-apiserver on every address (TLS, authenticated), so that pods reach it as on any
+# cluster: the `kubernetes` Service (10.0.0.1:443) leads to the node's bridge address
+# (local-node.sh writes its endpoints). The node's kubelet API and CoreDNS listen on its
+# bridge address, pods on the bridge's /24.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() { sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -245,7 +248,7 @@ YAML
   fi
   launch kube-apiserver "$apiserver" "${audit_flags[@]}" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+    --bind-address 0.0.0.0 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
     --cert-dir "$STATE_DIR/apiserver-certs" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" \

@@ -403,6 +403,19 @@ kube_router_healthy() { curl -sf --max-time 2 "http://127.0.0.1:$KUBE_ROUTER_HEA
 scheduler_healthy() { curl -sk -f --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null; }
 containerd_up() { ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 
+# The `kubernetes` Service's endpoints (kube-apiserver runs with --endpoint-reconciler-type
+# none): the node's bridge address and the API server's port, where in-cluster clients
+# (the route controller) reach it through kube-proxy, as on any cluster.
+kubernetes_endpoints() {
+  curl_admin -f -X POST -H 'Content-Type: application/json' \
+    "$SERVER/apis/discovery.k8s.io/v1/namespaces/default/endpointslices" -d "{
+    \"metadata\": {\"name\": \"kubernetes\", \"labels\": {
+      \"kubernetes.io/service-name\": \"kubernetes\", \"endpointslice.kubernetes.io/managed-by\": \"local-node.sh\"}},
+    \"addressType\": \"IPv4\",
+    \"endpoints\": [{\"addresses\": [\"$NODE_IP\"], \"conditions\": {\"ready\": true}}],
+    \"ports\": [{\"name\": \"https\", \"port\": ${SERVER##*:}, \"protocol\": \"TCP\"}]}" >/dev/null
+}
+
 # node_start: after the control plane is ready.
 node_start() {
   node_binaries
@@ -447,6 +460,7 @@ EOF
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
   step "node $NODE_NAME Ready" wait_for "node $NODE_NAME to be Ready" 120 node_ready
 
+  step "kubernetes Service endpoints" kubernetes_endpoints
   step "kube-proxy rules claimed" claim_kube_proxy
   write_kube_proxy_config
   launch kube-proxy "$KUBE_PROXY" --config "$NODE_DIR/kube-proxy.yaml"
