@@ -8,8 +8,10 @@
 // --port: /healthz (liveness), /readyz (readiness) and /metrics
 // (Prometheus). In a pod it reads its namespace and name from the downward
 // API (POD_NAMESPACE, POD_NAME) and writes as the pod's ServiceAccount;
-// outside one, with the ambient kubeconfig. SIGTERM: the step in progress
+// outside one, with the ambient kubeconfig. Its identity in the election is
+// the pod's name and a random suffix, new at each start. SIGTERM: the step in progress
 // finishes, the Lease is released, then it exits.
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
@@ -58,7 +60,9 @@ async function main(): Promise<void> {
   const stuckAfterMs = durationFlag("stuck-after", values["stuck-after"]!, ["s", "m"], "90s or 5m");
   const namespace = values.namespace ?? defaultNamespace();
   if (!namespace) throw new UsageError("--namespace is required outside a pod (POD_NAMESPACE is not set)");
-  const identity = values.identity ?? process.env.POD_NAME ?? hostname();
+  // A restarted container is a new candidate: it waits for the Lease like any other, never renewing its dead
+  // predecessor's (that would reuse its epoch, the fencing token of another process's writes).
+  const identity = values.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomBytes(4).toString("hex")}`;
   const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
   // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
   const [{ loadKubeConfig }, { DEFAULT_TIMING }, { runRouteController }] = await Promise.all([

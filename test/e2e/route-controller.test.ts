@@ -39,9 +39,15 @@ async function controllerPods(): Promise<V1Pod[]> {
   return pods.items.filter((p) => !p.metadata?.deletionTimestamp);
 }
 
-async function holder(): Promise<string> {
+/** The Lease's holder: the pod's name and a suffix new at each start of its process. */
+async function holderIdentity(): Promise<string> {
   const lease = await coordination.readNamespacedLease({ name: ROUTE_CONTROLLER, namespace: NS });
   return lease.spec?.holderIdentity ?? "";
+}
+
+/** The pod holding the Lease ("" for none). */
+async function holder(): Promise<string> {
+  return (await holderIdentity()).replace(/_[0-9a-f]{8}$/, "");
 }
 
 /** The holder once it is one of the ready pods (and not `not`). */
@@ -159,15 +165,18 @@ describe("the route controller in the cluster", () => {
     await routedNamespace("pr-ctl-c");
   });
 
-  it("fails over when the leader's process is killed (SIGKILL: no release), within the Lease's duration", async () => {
-    const old = await readyHolder();
-    // Made while no one leads: the next leader's fresh list catches it up.
+  it("fails over when the leader's process is killed (SIGKILL: no release), a new process in its place", async () => {
+    const pod = await readyHolder();
+    const old = await holderIdentity();
+    expect(old).toMatch(new RegExp(`^${pod}_[0-9a-f]{8}$`));
     const t0 = Date.now();
-    process.kill(controllerPid(old), "SIGKILL");
+    process.kill(controllerPid(pod), "SIGKILL");
+    // Made while no one leads: the next leader's fresh list catches it up.
     await stack.createNamespace("pr-ctl-d", DEV_LABEL);
     await w.createService("pr-ctl-d", { name: "web" });
-    const next = await until("another replica to take the Lease", 60_000, async () => {
-      const h = await holder();
+    // The other replica, or the killed one's restarted container as a new candidate: never the dead process.
+    const next = await until("another process to take the Lease", 60_000, async () => {
+      const h = await holderIdentity();
       return h && h !== old ? h : undefined;
     });
     console.log(`route controller: SIGKILL: ${next} took the Lease ${((Date.now() - t0) / 1000).toFixed(1)} s later`);
