@@ -106,6 +106,77 @@ describe("the route controller the program declares", () => {
     });
   });
 
+  it("declares its container whole: the port, the downward API, the probes, a writable /tmp only", async () => {
+    const { resources } = await stack(withController());
+    const d = named(resources, "apps/v1:Deployment", "route-controller").inputs;
+    const labels = { "app.kubernetes.io/name": "route-controller", "app.kubernetes.io/component": "route-sync" };
+    expect(d.spec.selector).toEqual({ matchLabels: labels });
+    expect(d.spec.template.metadata).toEqual({
+      labels: { ...labels, "app.kubernetes.io/managed-by": "envoy-gateways" },
+      annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics" },
+    });
+    const pod = d.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.terminationGracePeriodSeconds).toBe(30);
+    expect(pod.securityContext.seccompProfile).toEqual({ type: "RuntimeDefault" });
+    expect(pod.topologySpreadConstraints[0].labelSelector).toEqual({ matchLabels: labels });
+    const [c] = pod.containers;
+    expect(c.name).toBe("route-controller");
+    expect(c.args).toEqual(["--port", "8080"]);
+    expect(c.ports).toEqual([{ name: "http", containerPort: 8080 }]);
+    expect(c.env).toEqual([
+      { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
+      { name: "POD_NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
+    ]);
+    expect(c.readinessProbe).toEqual({
+      httpGet: { path: "/readyz", port: "http" },
+      periodSeconds: 5,
+      failureThreshold: 2,
+    });
+    expect(c.livenessProbe).toEqual({
+      httpGet: { path: "/healthz", port: "http" },
+      periodSeconds: 10,
+      failureThreshold: 3,
+    });
+    expect(c.startupProbe).toEqual({
+      httpGet: { path: "/healthz", port: "http" },
+      periodSeconds: 2,
+      failureThreshold: 30,
+    });
+    expect(c.volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
+    expect(pod.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "64Mi" } }]);
+    expect(d.metadata.annotations).toEqual({});
+    const local = await stack({ ...withController(), skipAwait: true });
+    expect(named(local.resources, "apps/v1:Deployment", "route-controller").inputs.metadata.annotations).toEqual({
+      "pulumi.com/skipAwait": "true",
+    });
+  });
+
+  it("lets DNS out to the cluster DNS pods and its extra ranges", async () => {
+    const { resources } = await stack({
+      ...withController(),
+      networkPolicy: { clusterDns: { cidrs: ["169.254.20.10/32"] } },
+    });
+    const spec = named(resources, "networking.k8s.io/v1:NetworkPolicy", "route-controller").inputs.spec;
+    expect(spec.podSelector).toEqual({
+      matchLabels: { "app.kubernetes.io/name": "route-controller", "app.kubernetes.io/component": "route-sync" },
+    });
+    expect(spec.egress[0]).toEqual({
+      to: [
+        {
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+          podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+        },
+        { ipBlock: { cidr: "169.254.20.10/32" } },
+      ],
+      ports: [
+        { protocol: "UDP", port: 53 },
+        { protocol: "TCP", port: 53 },
+      ],
+    });
+    expect(spec.egress).toHaveLength(2);
+  });
+
   it("lets metrics in from the scrapers and only DNS and the API server's ports out", async () => {
     const { resources } = await stack(withController());
     const spec = named(resources, "networking.k8s.io/v1:NetworkPolicy", "route-controller").inputs.spec;
