@@ -134,6 +134,36 @@ describe("the route controller", () => {
     expect(lines).toContain("no longer leading: Lease default/route-controller is held by b now; writes stop");
   });
 
+  it("starts no watcher for a config read while another replica leads, and takes the config's debounce", async () => {
+    h.onData!(data({ ...minimalRaw(), routeSync: { inCluster: { image: "rc:0.1.0", debounceMs: 700 } } }));
+    await tick();
+    expect(h.watchers).toHaveLength(0);
+    h.election!.onNewHolder!("b_0123abcd");
+    h.election!.onNewHolder!("a");
+    h.election!.onNewHolder!("");
+    expect(lines.filter((l) => l.startsWith("Lease "))).toEqual([
+      "Lease default/route-controller held by b_0123abcd",
+      "Lease default/route-controller held by nobody",
+    ]);
+    lead(2);
+    await tick();
+    expect(h.watchers[0]!.options.debounceMs).toBe(700);
+    expect(h.watchers[0]!.options.resyncMs).toBe(10_000);
+  });
+
+  it("keeps an old watcher's fence shut after leadership is lost and taken again, even at the same epoch", async () => {
+    h.onData!(data());
+    lead(5);
+    await tick();
+    const old = fence(0);
+    lose();
+    h.watchers[0]!.finish();
+    lead(5);
+    await tick();
+    expect(old.leading()).toBe(false);
+    expect(fence(1).leading()).toBe(true);
+  });
+
   it("fences each write: the epoch it leads with, its config's digest, and no write once it lost the Lease", async () => {
     h.onData!(data());
     lead(7);
