@@ -44,6 +44,27 @@ export interface PulumiWorkspaceOptions {
   keepStackFiles?: boolean;
 }
 
+/** The part of a package-lock.json a release check reads: each installed package's version and integrity. */
+export interface PackageLock {
+  packages: Record<string, { version?: string; integrity?: string }>;
+}
+
+/**
+ * The packages `release` pins that `current` does not have at the same
+ * version and integrity (the project itself, key "", aside): a release runs
+ * with this checkout's node_modules, which may hold more packages than it
+ * needs, never other ones.
+ */
+export function packagesNotAsPinned(release: PackageLock, current: PackageLock): string[] {
+  return Object.entries(release.packages)
+    .filter(([path]) => path !== "")
+    .filter(([path, p]) => {
+      const now = current.packages[path];
+      return now?.version !== p.version || now?.integrity !== p.integrity;
+    })
+    .map(([path, p]) => `${path.replace(/^node_modules\//, "")}@${p.version ?? "?"}`);
+}
+
 export class PulumiWorkspace {
   /** Temporary directory holding the program copy and the file backend; removed by dispose(). */
   readonly dir: string;
@@ -122,8 +143,14 @@ export class PulumiWorkspace {
     } catch {
       throw new Error(`release ${commit} is not in this clone's history (a shallow clone? run git fetch --unshallow)`);
     }
-    if (git("show", `${commit}:package-lock.json`) !== readFileSync(join(repoRoot, "package-lock.json"), "utf8"))
-      throw new Error(`release ${commit} pins other packages than this checkout (package-lock.json differs)`);
+    const differ = packagesNotAsPinned(
+      JSON.parse(git("show", `${commit}:package-lock.json`)) as PackageLock,
+      JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as PackageLock,
+    );
+    if (differ.length > 0)
+      throw new Error(
+        `release ${commit} pins packages this checkout has otherwise (its node_modules would not be the release's): ${differ.slice(0, 5).join(", ")}`,
+      );
     const sources = mkdtempSync(join(tmpdir(), "eg-release-"));
     try {
       git("archive", "--output", join(sources, "release.tar"), commit);
