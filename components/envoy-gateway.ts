@@ -2,7 +2,7 @@
 // everything it needs in the cluster.
 import { adoptionAnnotations, adoptionNote, noteAt, servedByNote } from "./adoption.js";
 import { networkPolicySpec, type GatewayNetworkFacts } from "./network-policy.js";
-import { spreadAcrossNodes } from "./placement.js";
+import { hardenedContainer, spreadAcrossNodes } from "./placement.js";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { gatewayPodsService, type GatewayName, type GatewaySettings } from "../routing/config/schema.js";
@@ -279,15 +279,7 @@ function deploymentSpec(
             },
             startupProbe: { httpGet: { path: "/ready", port: "health" }, periodSeconds: 2, failureThreshold: 60 },
             lifecycle: { preStop: { exec: { command: drainCommand(ports.admin, drain) } } },
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: ENVOY_UID,
-              allowPrivilegeEscalation: false,
-              readOnlyRootFilesystem: true,
-              privileged: false,
-              capabilities: { drop: ["ALL"] },
-              seccompProfile: { type: "RuntimeDefault" },
-            },
+            securityContext: hardenedContainer(ENVOY_UID),
             volumeMounts: [
               { name: "bootstrap", mountPath: POD_PATHS.bootstrapDir, readOnly: true },
               { name: "xds", mountPath: POD_PATHS.xdsDir, readOnly: true },

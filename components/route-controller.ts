@@ -10,7 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { RouteControllerSettings } from "../routing/config/route-sync.js";
 import { LABEL, MANAGED_BY } from "../routing/labels.js";
 import { ROUTE_CONTROLLER } from "../routes-provider/controller-config.js";
-import { spreadAcrossNodes } from "./placement.js";
+import { hardenedContainer, spreadAcrossNodes } from "./placement.js";
 
 /** The controller's user and group: not root, above the host's users. */
 export const ROUTE_CONTROLLER_UID = 10001;
@@ -92,15 +92,7 @@ export function routeControllerPodSpec(
         readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
         livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 3 },
         startupProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 2, failureThreshold: 30 },
-        securityContext: {
-          runAsNonRoot: true,
-          runAsUser: ROUTE_CONTROLLER_UID,
-          allowPrivilegeEscalation: false,
-          readOnlyRootFilesystem: true,
-          privileged: false,
-          capabilities: { drop: ["ALL"] },
-          seccompProfile: { type: "RuntimeDefault" },
-        },
+        securityContext: hardenedContainer(ROUTE_CONTROLLER_UID),
         // Node's compile cache and any temporary file: the root file system is read-only.
         volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
       },
