@@ -16,7 +16,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
-import { durationFlag, parseFlags, UsageError } from "../route-sync/cli-flags.js";
+import { durationFlag, exitWith, logLine, parseFlags, UsageError } from "../route-sync/cli-flags.js";
 
 const USAGE =
   "usage: dist/route-controller [--namespace <gateways' namespace>] [--identity <name>] [--port <1-65535>] [--stuck-after <s|m>]";
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   // A restarted container is a new candidate: it waits for the Lease like any other, never renewing its dead
   // predecessor's (that would reuse its epoch, the fencing token of another process's writes).
   const identity = values.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomBytes(4).toString("hex")}`;
-  const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+  const log = logLine;
   // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
   const [{ loadKubeConfig }, { DEFAULT_TIMING }, { runRouteController }] = await Promise.all([
     import("../kube/client.js"),
@@ -115,11 +115,4 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
-main().catch((e) => {
-  if (e instanceof UsageError) {
-    console.error(`route-controller: ${e.message}\n${USAGE}`);
-    process.exit(2);
-  }
-  console.error(`route-controller: ${(e as Error).message}`);
-  process.exit(1);
-});
+main().catch(exitWith("route-controller", USAGE));

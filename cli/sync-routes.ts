@@ -12,7 +12,7 @@
 // everything else (nice 10 by default): the routes are already live.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { durationFlag, parseFlags, UsageError } from "../route-sync/cli-flags.js";
+import { durationFlag, exitWith, logLine, parseFlags, UsageError } from "../route-sync/cli-flags.js";
 import { MAX_NICENESS, parseNiceness } from "../route-sync/niced-cli.js";
 
 const USAGE =
@@ -51,7 +51,7 @@ async function main(): Promise<number> {
   const lock = { maxWaitMs: durationFlag("lock-wait", values["lock-wait"]!, ["s", "m"], "90s or 15m") };
   const recordNiceness = nicenessFlag(values["record-niceness"]!);
   const projectDir = resolve(values["project-dir"] ?? resolve(__dirname, ".."));
-  const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+  const log = logLine;
   // Loaded once the flags are good: a bad flag or --help answers without loading the Kubernetes client.
   const { ProjectStack, routesInState, stackConfigOf, engineErrorLines } = await import("../route-sync/stack.js");
   const stack = new ProjectStack(values.stack, projectDir, recordNiceness);
@@ -96,14 +96,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e) => {
-    if (e instanceof UsageError) {
-      console.error(`sync-routes: ${e.message}\n${USAGE}`);
-      process.exit(2);
-    }
-    console.error(`sync-routes: ${(e as Error).message}`);
-    process.exit(1);
-  },
-);
+main().then((code) => process.exit(code), exitWith("sync-routes", USAGE));

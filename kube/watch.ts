@@ -192,11 +192,11 @@ export function watchConfigMap(
   /** What was last reported: the data's digest, "absent", or undefined before the first list. */
   let last: string | undefined;
   const report = () => {
-    const data = informer.get(name, namespace)?.data;
-    const seen = informer.get(name, namespace) === undefined ? "absent" : jsonDigest(data ?? {});
+    const found = informer.get(name, namespace);
+    const seen = found === undefined ? "absent" : jsonDigest(found.data ?? {});
     if (seen === last) return;
     last = seen;
-    callbacks.onData(seen === "absent" ? undefined : { ...(data ?? {}) });
+    callbacks.onData(found === undefined ? undefined : { ...(found.data ?? {}) });
   };
   for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) informer.on(verb, report);
   // A failed list leaves the cache empty: only a list that was read says whether it exists.

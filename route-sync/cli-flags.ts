@@ -1,6 +1,6 @@
 // What the route-sync CLIs (sync-routes, route-controller) share in reading
-// their flags: a usage error (exit 2, with the usage line), and a duration
-// flag read as a whole number with a unit.
+// their flags and ending: a usage error (exit 2, with the usage line), a
+// duration flag read as a whole number with a unit, and their log lines.
 import { parseDuration } from "../routing/units.js";
 
 /** A bad flag or value: the CLI prints it with its usage line and exits 2. */
@@ -23,4 +23,21 @@ export function durationFlag(flag: string, text: string, units: ("ms" | "s" | "m
       `--${flag} ${JSON.stringify(text)}: must be a whole number with a unit (${units.join(", ")}), such as ${example}`,
     );
   return ms;
+}
+
+/** Ends the CLI `name` on the error its main() threw: a usage error exits 2 with `usage`, anything else 1. */
+export function exitWith(name: string, usage: string): (e: unknown) => never {
+  return (e) => {
+    if (e instanceof UsageError) {
+      console.error(`${name}: ${e.message}\n${usage}`);
+      process.exit(2);
+    }
+    console.error(`${name}: ${(e as Error).message}`);
+    process.exit(1);
+  };
+}
+
+/** Prints a log line on stdout after the time of day (UTC, hh:mm:ss). */
+export function logLine(line: string): void {
+  console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 }

@@ -32,8 +32,6 @@ export interface ControllerOptions {
   /** This replica's name in the election (its pod's name). */
   identity: string;
   timing: ElectionTiming;
-  /** Debounce of the watcher when the config does not set one (`routeSync.inCluster.debounceMs`). */
-  debounceMs?: number;
   /** Re-render this often while a traffic shift moves its weights. */
   resyncMs: number;
   /** A live step running longer than this is stuck (liveness fails). */
@@ -117,7 +115,8 @@ export function runRouteController(kc: KubeConfig, options: ControllerOptions): 
       leading: () => !stopped && leadership === mine.leadership && election.leading()?.epoch === mine.leadership.epoch,
       configDigest: mine.config.digest,
     });
-    const debounceMs = mine.config.config.routeSync.inCluster?.debounceMs ?? options.debounceMs ?? 100;
+    // Set whenever the program declares the controller (routeSync.inCluster, with its default).
+    const debounceMs = mine.config.config.routeSync.inCluster?.debounceMs ?? 0;
     void stopping.then(() => {
       // Leadership or config changed while the last watcher stopped: the next start is already queued.
       if (stopped || leadership !== mine.leadership || config !== mine.config) return;

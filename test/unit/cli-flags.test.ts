@@ -17,6 +17,17 @@ function run(script: string, ...args: string[]) {
 describe("CLI flags", () => {
   const cases: [string, string[], RegExp][] = [
     [
+      "route-controller",
+      ["--port", "0"],
+      /^route-controller: --port "0": must be a port number from 1 to 65535\nusage: dist\/route-controller /,
+    ],
+    [
+      "route-controller",
+      ["--port", "8080", "--stuck-after", "5"],
+      /^route-controller: --stuck-after "5": must be a whole number with a unit \(s, m\), such as 90s or 5m\nusage: /,
+    ],
+    ["route-controller", ["--lease", "x"], /^route-controller: Unknown option '--lease'.*\nusage: /s],
+    [
       "sync-routes",
       ["--stack", "dev", "--debounce", "2"],
       /^sync-routes: --debounce "2": must be a whole number with a unit \(ms, s\), such as 500ms or 2s\nusage: /,
