@@ -37,12 +37,12 @@
 //   npx tsx bench/namespace.ts [--namespaces 5] [--background 0,1000,5000] [--clusters per-service,on-demand] [--record-niceness 0,10] [--debounce 100ms,25ms]
 //
 // Needs the real components and root (the local node). Takes a few minutes.
-import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { cpuTimes } from "./cpu.js";
+import { createBackground, p50, routeIn, seconds, XdsVersions } from "./dev-namespaces.js";
 import { MAX_NICENESS, parseNiceness } from "../route-sync/niced-cli.js";
 import { parseDuration } from "../routing/units.js";
 import { startLocalCluster, stopLocalCluster } from "../test/support/cluster.js";
@@ -142,8 +142,6 @@ interface Timing {
   removeWatcher: WatcherState;
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 /** The p50 of the namespaces' first 200 under `key`, when there are any. */
 const groupP50 = (key: "addIdle" | "addRecording", ts: Timing[]) =>
   ts.length ? { [key]: p50(ts.map((t) => t.add)) } : {};
@@ -200,8 +198,7 @@ async function run({
   let stack: ProgramStack | undefined;
   let gateway: GatewayClient | undefined;
   let watch: ReturnType<typeof spawn> | undefined;
-  let configMapWatch: AbortController | undefined;
-  let stopWatching = () => {};
+  let xds: XdsVersions | undefined;
   try {
     stack = await ProgramStack.create(cluster, { from: "dev", stack: "bench" });
     if (clusters) await stack.ws.ok(["config", "set", "--path", CLUSTERS_KEY, clusters]);
@@ -210,19 +207,9 @@ async function run({
     gateway = await GatewayClient.start(cluster, "gateway");
     const w = new Workloads(cluster);
     const devHost = `internal.${stack.config.domain}`;
-    // The background: routed namespaces of 10 Services without pods or a selector: only the
-    // routes count (with a selector, kube-controller-manager's backlog of their EndpointSlices
-    // delayed the timed namespaces' own by minutes).
     const names = Array.from({ length: background / 10 }, (_, i) => `pr-bg-${i}`);
     const started = performance.now();
-    const queue = [...names];
-    const creator = async () => {
-      for (let ns = queue.shift(); ns !== undefined; ns = queue.shift()) {
-        await w.createNamespace(ns);
-        for (const name of BACKGROUND_SERVICES) await w.createRoutedService(ns, { name, selectsPods: false });
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, creator));
+    await createBackground(w, names, BACKGROUND_SERVICES);
     if (background) console.error(`${background} background pairs created in ${seconds(performance.now() - started)}`);
 
     watch = spawn(
@@ -260,33 +247,9 @@ async function run({
       );
     const statusSettled = performance.now() - watchStarted;
 
-    // The ConfigMap's versions as the API server sends them (a watch, not a read of its 0.7 MB every
-    // few hundred ms, which would load the cores it measures), each with the instant it came.
-    const kc = new KubeConfig();
-    kc.loadFromFile(cluster.kubeconfig);
-    const versions: { at: number; rds: string }[] = [];
-    // Watched again whenever the API server ends the watch (a missed version would leave heldAt waiting).
-    let watching = true;
-    const watchConfigMap = async (): Promise<void> => {
-      configMapWatch = await new Watch(kc).watch(
-        `/api/v1/namespaces/${stack!.config.namespace}/configmaps`,
-        { fieldSelector: "metadata.name=gateway-xds" },
-        (_type: string, cm: V1ConfigMap) => versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
-        () => {
-          if (watching) void watchConfigMap();
-        },
-      );
-    };
-    stopWatching = () => {
-      watching = false;
-      configMapWatch?.abort();
-    };
-    await watchConfigMap();
-    /** When the first version since `since` came that `holds`: the ConfigMap's own instant, not a poll's. */
+    xds = await XdsVersions.start(cluster.kubeconfig, stack.config.namespace);
     const heldAt = (what: string, since: number, holds: (rds: string) => boolean) =>
-      until(what, LIMIT_MS, async () => versions.find((v) => v.at >= since && holds(v.rds))?.at, undefined, 20).finally(
-        () => versions.splice(0, versions.length - 1),
-      );
+      xds!.heldAt(what, since, holds, LIMIT_MS);
     const status = async (path: string) =>
       (await gateway!.request(devHost, path, { headers: { authorization: `Bearer ${AUTH_TOKEN}` } })).status;
     const namespaces = Array.from({ length: count }, (_, i) => `pr-bench-${i}`);
@@ -315,7 +278,7 @@ async function run({
       // Every other namespace comes and goes with the watcher idle; the others right after the
       // one before, while the watcher records it (as when namespaces come one after another).
       const waitIdle = i % 2 === 0;
-      const route = `"path_separated_prefix":"/${ns}/app"`;
+      const route = routeIn(ns, "app");
 
       if (waitIdle) await watcherIdle();
       const addWatcher = watcherState();
@@ -422,7 +385,7 @@ async function run({
       busy: cpu.busy,
     };
   } finally {
-    stopWatching();
+    xds?.stop();
     // npm does not pass SIGTERM on to the script: signal its whole process group (its own, detached).
     const group = (signal: NodeJS.Signals) => {
       try {

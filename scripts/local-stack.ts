@@ -1,8 +1,10 @@
 // The local stack on the local cluster's node (scripts/quickstart.sh uses it):
 //
-//   npx tsx scripts/local-stack.ts config [--from dev]
+//   npx tsx scripts/local-stack.ts config [--from dev] [--route-controller-image TAG --cluster DIR]
 //       prints the config lines of Pulumi.<stack>.yaml: Pulumi.<from>.yaml made local
-//       (the stand-in pod images, NodePort gateway Services; test/support/local-stack.ts)
+//       (the stand-in pod images, NodePort gateway Services; test/support/local-stack.ts);
+//       with --route-controller-image, the route controller switched on (routeSync.inCluster,
+//       2 pods of that image, imported into the node by scripts/route-controller-image.sh)
 //   npx tsx scripts/local-stack.ts secrets --cluster DIR [--from dev]
 //       creates (or replaces) the gateways' Secrets named in the stack config and the
 //       production pods' <service>-tls Secrets, made with openssl and signed by the
@@ -23,8 +25,10 @@ import {
   AUTH_TOKEN,
   localStackConfigLines,
   parsedLocalStackConfig,
+  type ConfigEdit,
   type StackFile,
 } from "../test/support/local-stack.js";
+import { inCluster } from "../test/support/route-controller.js";
 import { Workloads } from "../test/support/workloads.js";
 
 const { positionals, values } = parseArgs({
@@ -33,12 +37,13 @@ const { positionals, values } = parseArgs({
     from: { type: "string", default: "dev" },
     cluster: { type: "string" },
     namespace: { type: "string", default: "pr-demo" },
+    "route-controller-image": { type: "string" },
     help: { type: "boolean" },
   },
 });
 const command = positionals[0];
 const usage =
-  "usage: npx tsx scripts/local-stack.ts config|secrets|demo-namespace|show [--from dev|prod] [--cluster DIR] [--namespace NAME]";
+  "usage: npx tsx scripts/local-stack.ts config|secrets|demo-namespace|show [--from dev|prod] [--cluster DIR] [--namespace NAME] [--route-controller-image TAG]";
 
 function cluster(): LocalCluster {
   if (!values.cluster)
@@ -50,6 +55,12 @@ function from(): StackFile {
   if (values.from !== "dev" && values.from !== "prod")
     throw new Error(`--from must be dev or prod (got ${values.from})`);
   return values.from;
+}
+
+/** The route controller switched on when --route-controller-image names its image, else no change. */
+function routeController(): ConfigEdit | undefined {
+  const image = values["route-controller-image"];
+  return image === undefined ? undefined : inCluster(cluster(), image);
 }
 
 async function show(): Promise<void> {
@@ -99,7 +110,7 @@ async function main(): Promise<void> {
   }
   switch (command) {
     case "config":
-      console.log(localStackConfigLines(from()).join("\n"));
+      console.log(localStackConfigLines(from(), routeController()).join("\n"));
       return;
     case "secrets":
       for (const s of await applyLocalSecrets(cluster(), parsedLocalStackConfig(from()))) console.log(`secret ${s}`);

@@ -2,9 +2,10 @@
 # The main job on an embedded default: builds what is missing, starts the
 # local cluster (etcd + kube-apiserver + kube-controller-manager on 127.0.0.1
 # and a real node: containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet),
-# runs `pulumi up` of the dev stack's config against it with a local file
-# backend (it waits until the gateway and service pods are ready), then sends
-# requests through the gateway pod and prints the answers.
+# builds the route controller's image and imports it into the node, runs
+# `pulumi up` of the dev stack's config against it (with the route controller
+# on, and a local file backend; it waits until the gateway and service pods are
+# ready), then sends requests through the gateway pod and prints the answers.
 #
 #   bash scripts/quickstart.sh          set up and deploy (again: updates)
 #   bash scripts/quickstart.sh --down   pulumi destroy, then stop the cluster:
@@ -25,7 +26,7 @@ CLUSTER_DIR="$EG_CACHE/local-cluster"
 if [[ "${1:-}" == "--down" ]]; then
   progress_plan "pulumi destroy" "stop the local cluster"
 else
-  progress_plan "Secrets of the gateways and pods (openssl)" "dev/PR namespace pr-demo" "pulumi up" \
+  progress_plan "route controller image" "Secrets of the gateways and pods (openssl)" "dev/PR namespace pr-demo" "pulumi up" \
     "requests through the gateway pod"
   bash scripts/local-cluster.sh status --dir "$CLUSTER_DIR" >/dev/null 2>&1 || progress_plan "start the local cluster"
 fi
@@ -53,6 +54,11 @@ if ! bash scripts/local-cluster.sh status --dir "$CLUSTER_DIR" >/dev/null 2>&1; 
   fresh_cluster=1
 fi
 
+# The route controller's image, built from this checkout (cached by content) and imported
+# into the node: the local stack runs it (routeSync.inCluster), so dev/PR namespaces are
+# routed with no sync-routes run.
+controller_image="$(step "route controller image" bash scripts/route-controller-image.sh --import "$CLUSTER_DIR/node/containerd.sock" | tail -n 1)"
+
 if ! pulumi stack select "$STACK" --non-interactive 2>/dev/null; then
   pulumi stack init "$STACK" --non-interactive
 fi
@@ -60,7 +66,7 @@ fi
 {
   grep '^encryptionsalt:' "Pulumi.$STACK.yaml" || true
   echo "config:"
-  npx tsx scripts/local-stack.ts config --from dev
+  npx tsx scripts/local-stack.ts config --from dev --cluster "$CLUSTER_DIR" --route-controller-image "$controller_image"
 } >"Pulumi.$STACK.yaml.new"
 mv "Pulumi.$STACK.yaml.new" "Pulumi.$STACK.yaml"
 # The cluster's certificates are new at every start: refresh the kubeconfig secret.
@@ -84,6 +90,6 @@ echo
 step "requests through the gateway pod" npx tsx scripts/local-stack.ts show --cluster "$CLUSTER_DIR" --from dev
 echo
 echo "Kubeconfig of the local cluster: $CLUSTER_DIR/kubeconfig (services CA: $CLUSTER_DIR/pki/services-ca.crt)"
-echo "Label a namespace envoy-gateways.io/routes=dev, give it a Service with the routing labels (README), then:"
-echo "  source scripts/env.sh && dist/sync-routes --stack $STACK"
+echo "Label a namespace envoy-gateways.io/routes=dev and give it a Service with the routing labels (README):"
+echo "the route controller (kubectl -n default get pods -l app.kubernetes.io/name=route-controller) routes it."
 echo "Tear down: bash scripts/quickstart.sh --down"

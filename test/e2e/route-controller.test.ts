@@ -4,22 +4,26 @@
 // namespaces routed through the gateway pod with no sync-routes run from
 // outside; the leader killed (pod delete, SIGKILL of its process) and another
 // taking over; the controller's identity no broader than the CI one; a
-// preview that keeps what the controller wrote; switching it off again.
+// preview that keeps what the controller wrote; a bad label's Event; the API
+// server restarted under it; switching it off again.
 // Failover times are printed, not asserted (bench/route-controller.ts
 // measures them).
-import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
-import { execFile } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
-import { promisify } from "node:util";
+import { CoordinationV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ROUTE_CONTROLLER } from "../../routes-provider/controller-config.js";
-import { serviceAccountKubeConfig } from "../support/cluster.js";
+import { LABEL, ROUTE_STATUS_ANNOTATION } from "../../routing/labels.js";
+import { serviceAccountKubeConfig, withApiServerStopped } from "../support/cluster.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { AUTH_TOKEN } from "../support/local-stack.js";
-import { ProgramStack } from "../support/program.js";
-import { DEV_LABEL, isReady, until, Workloads } from "../support/workloads.js";
+import { ProgramStack, routedServiceBody } from "../support/program.js";
+import {
+  controllerPid,
+  importRouteControllerImage,
+  inCluster,
+  metric,
+  RouteControllerPods,
+} from "../support/route-controller.js";
+import { DEV_LABEL, until, Workloads } from "../support/workloads.js";
 
-const run = promisify(execFile);
 const cluster = inject("cluster");
 const AUTH = { authorization: `Bearer ${AUTH_TOKEN}` };
 const DEV_HOST = "internal.dev.example.org";
@@ -30,34 +34,7 @@ let w: Workloads;
 let gateway: GatewayClient;
 let coordination: CoordinationV1Api;
 let core: CoreV1Api;
-
-async function controllerPods(): Promise<V1Pod[]> {
-  const pods = await core.listNamespacedPod({
-    namespace: NS,
-    labelSelector: `app.kubernetes.io/name=${ROUTE_CONTROLLER}`,
-  });
-  return pods.items.filter((p) => !p.metadata?.deletionTimestamp);
-}
-
-/** The Lease's holder: the pod's name and a suffix new at each start of its process. */
-async function holderIdentity(): Promise<string> {
-  const lease = await coordination.readNamespacedLease({ name: ROUTE_CONTROLLER, namespace: NS });
-  return lease.spec?.holderIdentity ?? "";
-}
-
-/** The pod holding the Lease ("" for none). */
-async function holder(): Promise<string> {
-  return (await holderIdentity()).replace(/_[0-9a-f]{8}$/, "");
-}
-
-/** The holder once it is one of the ready pods (and not `not`). */
-async function readyHolder(not = "", timeoutMs = 120_000): Promise<string> {
-  return until(`a ready route controller pod other than "${not}" to hold the Lease`, timeoutMs, async () => {
-    const h = await holder();
-    const ready = (await controllerPods()).filter(isReady).map((p) => p.metadata!.name!);
-    return h && h !== not && ready.includes(h) ? h : undefined;
-  });
-}
+let controller: RouteControllerPods;
 
 /** A labelled namespace with a routed Service and its pod, answering through the gateway pod once routed. */
 async function routedNamespace(name: string): Promise<number> {
@@ -77,50 +54,15 @@ async function routedNamespace(name: string): Promise<number> {
   return (Date.now() - started) / 1000;
 }
 
-async function metrics(pod: V1Pod): Promise<string> {
-  const r = await fetch(`http://${pod.status!.podIP}:8080/metrics`, { signal: AbortSignal.timeout(5000) });
-  return r.text();
-}
-
-const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? "NaN");
-
-/** The route controller's Node process of `pod` on this node (its environment names the pod). */
-function controllerPid(pod: string): number {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (!cmd.includes("route-controller.bundle.js")) continue;
-      if (readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(`POD_NAME=${pod}`)) return Number(entry);
-    } catch {
-      // A process that exited meanwhile.
-    }
-  }
-  throw new Error(`no route controller process of pod ${pod} on this node`);
-}
-
 beforeAll(async () => {
-  const { stdout } = await run(
-    "bash",
-    ["scripts/route-controller-image.sh", "--import", cluster.node.containerdSocket],
-    { maxBuffer: 1 << 20, timeout: 300_000 },
-  );
-  const image = stdout.trim().split("\n").pop()!;
-  stack = await ProgramStack.create(cluster, {
-    from: "dev",
-    stack: "controller",
-    edit: (raw) => ({
-      ...raw,
-      routeSync: { inCluster: { image, replicas: 2 } },
-      // The local API server's port, as pods reach it behind the kubernetes Service.
-      networkPolicy: { ...(raw.networkPolicy as object), apiServer: { ports: [cluster.ports.apiserver] } },
-    }),
-  });
+  const image = await importRouteControllerImage(cluster);
+  stack = await ProgramStack.create(cluster, { from: "dev", stack: "controller", edit: inCluster(cluster, image) });
   const kc = new KubeConfig();
   kc.loadFromFile(cluster.kubeconfig);
   coordination = kc.makeApiClient(CoordinationV1Api);
   core = kc.makeApiClient(CoreV1Api);
   w = new Workloads(cluster);
+  controller = new RouteControllerPods(cluster.kubeconfig, NS);
   await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
   gateway = await GatewayClient.start(cluster, "gateway");
 }, 900_000);
@@ -132,18 +74,18 @@ afterAll(async () => {
 
 describe("the route controller in the cluster", () => {
   it("runs two pods, one holding the Lease, and routes a labelled namespace with no sync-routes from outside", async () => {
-    const leader = await readyHolder();
-    const pods = await controllerPods();
+    const leader = await controller.readyHolder();
+    const pods = await controller.pods();
     expect(pods).toHaveLength(2);
     const seconds = await routedNamespace("pr-ctl-a");
     console.log(`route controller: pr-ctl-a routed through the gateway pod ${seconds.toFixed(1)} s after it was made`);
     const byName = Object.fromEntries(pods.map((p) => [p.metadata!.name!, p]));
-    const leading = await metrics(byName[leader]!);
+    const leading = await controller.metrics(byName[leader]!);
     expect(metric(leading, "envoy_gateways_route_controller_leader")).toBe(1);
     expect(metric(leading, "envoy_gateways_route_controller_routed_namespaces")).toBeGreaterThanOrEqual(1);
     expect(leading).toMatch(/^envoy_gateways_route_controller_write_seconds_count [1-9]/m);
     const standby = pods.find((p) => p.metadata!.name !== leader)!;
-    expect(metric(await metrics(standby), "envoy_gateways_route_controller_leader")).toBe(0);
+    expect(metric(await controller.metrics(standby), "envoy_gateways_route_controller_leader")).toBe(0);
   });
 
   it("keeps what it wrote through a preview and an up: no change to the routes resources, the route still served", async () => {
@@ -156,18 +98,18 @@ describe("the route controller in the cluster", () => {
   });
 
   it("fails over when the leader's pod is deleted, and routes what was made meanwhile", async () => {
-    const old = await readyHolder();
+    const old = await controller.readyHolder();
     const t0 = Date.now();
     await core.deleteNamespacedPod({ name: old, namespace: NS });
-    const next = await readyHolder(old);
+    const next = await controller.readyHolder(old);
     console.log(`route controller: pod delete: ${next} leads ${((Date.now() - t0) / 1000).toFixed(1)} s later`);
     expect(next).not.toBe(old);
     await routedNamespace("pr-ctl-c");
   });
 
   it("fails over when the leader's process is killed (SIGKILL: no release), a new process in its place", async () => {
-    const pod = await readyHolder();
-    const old = await holderIdentity();
+    const pod = await controller.readyHolder();
+    const old = await controller.holderIdentity();
     expect(old).toMatch(new RegExp(`^${pod}_[0-9a-f]{8}$`));
     const t0 = Date.now();
     process.kill(controllerPid(pod), "SIGKILL");
@@ -176,7 +118,7 @@ describe("the route controller in the cluster", () => {
     await w.createService("pr-ctl-d", { name: "web" });
     // The other replica, or the killed one's restarted container as a new candidate: never the dead process.
     const next = await until("another process to take the Lease", 60_000, async () => {
-      const h = await holderIdentity();
+      const h = await controller.holderIdentity();
       return h && h !== old ? h : undefined;
     });
     console.log(`route controller: SIGKILL: ${next} took the Lease ${((Date.now() - t0) / 1000).toFixed(1)} s later`);
@@ -187,7 +129,7 @@ describe("the route controller in the cluster", () => {
   });
 
   it("runs as the route-sync identity, which may not touch another Lease or ConfigMap", async () => {
-    const [pod] = await controllerPods();
+    const [pod] = await controller.pods();
     expect(pod!.spec!.serviceAccountName).toBe("envoy-gateways-route-sync");
     const as = await serviceAccountKubeConfig(cluster, NS, "envoy-gateways-route-sync");
     const refused = async (call: Promise<unknown>) =>
@@ -212,10 +154,68 @@ describe("the route controller in the cluster", () => {
     expect(r.stderr).toContain("not syncing, the route controller in the cluster writes the dev/PR routes");
   });
 
+  it("gives a bad label its Warning Event and keeps its neighbour routed", async () => {
+    const namespace = "pr-ctl-e";
+    await routedNamespace(namespace);
+    const bad = routedServiceBody("bad");
+    bad.metadata!.labels![LABEL.port] = "444";
+    await core.createNamespacedService({ namespace, body: bad });
+    const why =
+      'not routed: Service pr-ctl-e/bad left out: label envoy-gateways.io/port="444" must be "443" (the gateways speak TLS to every pod on 443)';
+    const events = await until("the bad Service's Event", 60_000, async () => {
+      const e = await core.listNamespacedEvent({
+        namespace,
+        fieldSelector: "involvedObject.kind=Service,involvedObject.name=bad",
+      });
+      return e.items.length ? e.items.map((i) => [i.type, i.reason, i.message]) : undefined;
+    });
+    expect(events).toEqual([["Warning", "NotRouted", why]]);
+    const status = await core.readNamespacedService({ name: "bad", namespace });
+    expect(status.metadata?.annotations?.[ROUTE_STATUS_ANNOTATION]).toBe(why);
+    const r = await gateway.request(DEV_HOST, `/${namespace}/web/`, { headers: AUTH });
+    expect(r.status).toBe(200);
+    expect(r.answer().namespace).toBe(namespace);
+  });
+
+  it("recovers by itself when the API server is restarted under it: the routes served meanwhile, one leader after, a new namespace routed", async () => {
+    const restarts = async () =>
+      Object.fromEntries(
+        (await controller.pods()).map((p) => [p.metadata!.name!, p.status?.containerStatuses?.[0]?.restartCount ?? 0]),
+      );
+    const before = await restarts();
+    // Longer than the lease (10 s): the leader passes its renew deadline and stops writing.
+    await withApiServerStopped(cluster, async () => {
+      await new Promise((r) => setTimeout(r, 20_000));
+      const r = await gateway.request(DEV_HOST, "/pr-ctl-a/web/", { headers: AUTH });
+      expect(r.status, "an existing route while the API server is down").toBe(200);
+    });
+    const back = Date.now();
+    // Renewed since: the Lease as it stood before the outage says nothing about now.
+    const renewed = await until(
+      "the Lease renewed after the API server came back",
+      60_000,
+      async () => (await controller.renewedSince(back)) || undefined,
+    );
+    console.log(
+      `route controller: API server back, ${renewed} renewed the Lease ${((Date.now() - back) / 1000).toFixed(1)} s later`,
+    );
+    const seconds = await routedNamespace("pr-ctl-f");
+    console.log(
+      `route controller: after the restart, pr-ctl-f routed through the gateway pod ${seconds.toFixed(1)} s after it was made`,
+    );
+    expect(await restarts(), "the liveness probe held through the outage").toEqual(before);
+    const leaders = await Promise.all(
+      (await controller.pods()).map(async (p) =>
+        metric(await controller.metrics(p), "envoy_gateways_route_controller_leader"),
+      ),
+    );
+    expect(leaders.sort()).toEqual([0, 1]);
+  });
+
   it("switched off, leaves the routes in place for the routes resources, and sync-routes runs again", async () => {
     await stack.ws.ok(["config", "rm", "envoy-gateways:routeSync"]);
     await stack.ws.ok(["up", "--yes", "--skip-preview"], 600_000);
-    await until("the route controller's pods to be gone", 120_000, async () => (await controllerPods()).length === 0);
+    await until("the route controller's pods to be gone", 120_000, async () => (await controller.pods()).length === 0);
     for (const ns of ["pr-ctl-a", "pr-ctl-c", "pr-ctl-d"]) {
       const r = await gateway.request(DEV_HOST, `/${ns}/web/`, { headers: AUTH });
       expect(r.status, ns).toBe(200);

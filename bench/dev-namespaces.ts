@@ -1,0 +1,87 @@
+// What the benchmarks that time dev/PR namespaces on the local node share: a
+// background of routed namespaces, the gateway's xDS ConfigMap's versions as a
+// watch sees them, and the figures they print.
+import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
+import { until, type Workloads } from "../test/support/workloads.js";
+
+export const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/** The nearest-rank percentile `q` (0-1) of `xs`. */
+export const percentile = (xs: number[], q: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(q * xs.length) - 1)]!;
+
+/** The median as the namespace benchmark has always printed it (the lower middle). */
+export const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** A dev/PR route in an rds.yaml, as the gateway's xDS holds it. */
+export const routeIn = (namespace: string, service: string): string =>
+  `"path_separated_prefix":"/${namespace}/${service}"`;
+
+/**
+ * Labelled namespaces named `names`, each with routed Services named `services` without pods or a
+ * selector: only the routes count (with a selector, kube-controller-manager's backlog of their
+ * EndpointSlices delayed the timed namespaces' own by minutes). 16 made at a time.
+ */
+export async function createBackground(w: Workloads, names: string[], services: string[]): Promise<void> {
+  const queue = [...names];
+  const creator = async () => {
+    for (let ns = queue.shift(); ns !== undefined; ns = queue.shift()) {
+      await w.createNamespace(ns);
+      for (const name of services) await w.createRoutedService(ns, { name, selectsPods: false });
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, creator));
+}
+
+/**
+ * An xDS ConfigMap's versions as the API server sends them (a watch, not a read of its
+ * 0.7 MB every few hundred ms, which would load the cores being measured), each with the
+ * instant it came; watched again whenever the API server ends the watch.
+ */
+export class XdsVersions {
+  private readonly versions: { at: number; rds: string }[] = [];
+  private watching = true;
+  private abort?: AbortController;
+
+  private constructor(
+    private readonly kc: KubeConfig,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+
+  static async start(kubeconfig: string, namespace: string, name = "gateway-xds"): Promise<XdsVersions> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const v = new XdsVersions(kc, namespace, name);
+    await v.watch();
+    return v;
+  }
+
+  private async watch(): Promise<void> {
+    this.abort = await new Watch(this.kc).watch(
+      `/api/v1/namespaces/${this.namespace}/configmaps`,
+      { fieldSelector: `metadata.name=${this.name}` },
+      (_type: string, cm: V1ConfigMap) =>
+        this.versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
+      () => {
+        if (this.watching) void this.watch();
+      },
+    );
+  }
+
+  /** When the first version since `since` came that `holds`: the ConfigMap's own instant, not a poll's. */
+  heldAt(what: string, since: number, holds: (rds: string) => boolean, limitMs = 300_000): Promise<number> {
+    return until(
+      what,
+      limitMs,
+      async () => this.versions.find((v) => v.at >= since && holds(v.rds))?.at,
+      undefined,
+      20,
+    ).finally(() => this.versions.splice(0, this.versions.length - 1));
+  }
+
+  stop(): void {
+    this.watching = false;
+    this.abort?.abort();
+  }
+}
