@@ -1,7 +1,8 @@
 // What the benchmarks that time dev/PR namespaces on the local node share: a
 // background of routed namespaces, the gateway's xDS ConfigMap's versions as a
 // watch sees them, and the figures they print.
-import { KubeConfig, Watch, type V1ConfigMap } from "@kubernetes/client-node";
+import { KubeConfig, Watch, type V1ConfigMap, type V1Pod } from "@kubernetes/client-node";
+import { gatewayPodLabels, XDS_DIGEST_ANNOTATION } from "../routing/labels.js";
 import { until, type Workloads } from "../test/support/workloads.js";
 
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
@@ -78,6 +79,60 @@ export class XdsVersions {
       undefined,
       20,
     ).finally(() => this.versions.splice(0, this.versions.length - 1));
+  }
+
+  stop(): void {
+    this.watching = false;
+    this.abort?.abort();
+  }
+}
+
+/**
+ * The gateway pods' xds-digest annotation as a watch sees it change: when the writer told
+ * their kubelets to project a new ConfigMap (the part between the write and the kubelet).
+ */
+export class PodsTold {
+  private readonly changes: { at: number; digest: string }[] = [];
+  private readonly last = new Map<string, string>();
+  private watching = true;
+  private abort?: AbortController;
+
+  private constructor(
+    private readonly kc: KubeConfig,
+    private readonly namespace: string,
+    private readonly gateway: string,
+  ) {}
+
+  static async start(kubeconfig: string, namespace: string, gateway = "gateway"): Promise<PodsTold> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const t = new PodsTold(kc, namespace, gateway);
+    await t.watch();
+    return t;
+  }
+
+  private async watch(): Promise<void> {
+    const labelSelector = Object.entries(gatewayPodLabels(this.gateway))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",");
+    this.abort = await new Watch(this.kc).watch(
+      `/api/v1/namespaces/${this.namespace}/pods`,
+      { labelSelector },
+      (_type: string, pod: V1Pod) => {
+        const digest = pod.metadata?.annotations?.[XDS_DIGEST_ANNOTATION] ?? "";
+        const name = pod.metadata?.name ?? "";
+        if (this.last.get(name) !== digest) this.changes.push({ at: performance.now(), digest });
+        this.last.set(name, digest);
+      },
+      () => {
+        if (this.watching) void this.watch();
+      },
+    );
+  }
+
+  /** When the pods were first told of a new digest at `since` or later (undefined: not yet). */
+  toldSince(since: number): number | undefined {
+    return this.changes.find((c) => c.at >= since)?.at;
   }
 
   stop(): void {

@@ -17,8 +17,9 @@
 //   projection and Envoy's reload included). p50, p99 (nearest rank) and max.
 //
 // Failover, memory and CPU (unless --no-churn), on a fresh cluster with the
-// controller from the first `pulumi up` and --pairs pairs (namespaces of 10
-// Services without pods):
+// controller from the first `pulumi up`, dev/PR clusters on demand (as the prod
+// stack: 5,000 pairs fit) and --pairs pairs (namespaces of 10 Services without
+// pods):
 //
 //   memory      each controller process's resident set (VmRSS) once the
 //               controller has routed every pair and written their status;
@@ -38,7 +39,7 @@ import type { CoreV1Api } from "@kubernetes/client-node";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { cpuSeconds } from "./cpu.js";
-import { createBackground, percentile, routeIn, seconds, XdsVersions } from "./dev-namespaces.js";
+import { createBackground, percentile, PodsTold, routeIn, seconds, XdsVersions } from "./dev-namespaces.js";
 import { startLocalCluster, stopLocalCluster, type LocalCluster } from "../test/support/cluster.js";
 import { describeFailures, GatewayClient, startLoad } from "../test/support/gateway-client.js";
 import { AUTH_TOKEN, type ConfigEdit } from "../test/support/local-stack.js";
@@ -54,7 +55,7 @@ import {
 import { until, Workloads } from "../test/support/workloads.js";
 
 const USAGE =
-  "usage: npx tsx bench/route-controller.ts [--namespaces 5-100] [--background N,...] [--pairs N] [--idle-seconds N] [--churn-seconds N] [--no-churn]";
+  "usage: npx tsx bench/route-controller.ts [--namespaces 5-100] [--background N,...|none] [--pairs N] [--idle-seconds N] [--churn-seconds N] [--no-churn]";
 const { values } = parseArgs({
   options: {
     namespaces: { type: "string", default: "20" },
@@ -63,6 +64,7 @@ const { values } = parseArgs({
     "idle-seconds": { type: "string", default: "60" },
     "churn-seconds": { type: "string", default: "60" },
     "no-churn": { type: "boolean", default: false },
+    "controller-cpu": { type: "string" },
     help: { type: "boolean" },
   },
 });
@@ -81,7 +83,9 @@ function whole(flag: string, text: string, min: number, max: number, multipleOf 
   return n;
 }
 const count = whole("namespaces", values.namespaces, 5, 100);
-const backgrounds = values.background.split(",").map((b) => whole("background", b, 0, 5000));
+/** "none": only the memory, CPU and churn part. */
+const backgrounds =
+  values.background === "none" ? [] : values.background.split(",").map((b) => whole("background", b, 0, 5000));
 const pairs = whole("pairs", values.pairs, 10, 10_000, 10);
 const idleSeconds = whole("idle-seconds", values["idle-seconds"], 10, 600);
 const churnSeconds = whole("churn-seconds", values["churn-seconds"], 12, 600);
@@ -98,6 +102,8 @@ type Sync = "ci" | "controller";
 interface Timing {
   namespace: string;
   configMap: number;
+  /** The gateway pods' xds-digest annotation changed (the kubelets told to project it). */
+  told: number;
   served: number;
 }
 
@@ -178,6 +184,7 @@ async function timeLabels(
   b: Bench,
   names: string[],
   xds: XdsVersions,
+  told: PodsTold,
   afterLabel: () => Promise<void>,
 ): Promise<Timing[]> {
   const timings: Timing[] = [];
@@ -197,8 +204,9 @@ async function timeLabels(
     );
     const served = performance.now() - labelled;
     await sync;
-    timings.push({ namespace: ns, configMap, served });
-    console.error(`${ns}: ConfigMap ${seconds(configMap)}, first 200 ${seconds(served)}`);
+    const toldAt = (told.toldSince(labelled) ?? Number.NaN) - labelled;
+    timings.push({ namespace: ns, configMap, told: toldAt, served });
+    console.error(`${ns}: ConfigMap ${seconds(configMap)}, pods told ${seconds(toldAt)}, first 200 ${seconds(served)}`);
   }
   return timings;
 }
@@ -211,6 +219,7 @@ async function latency(background: number): Promise<LatencyRun[]> {
     await createBackground(b.w, names, ["s0"]);
     console.error(`${background} background namespaces made in ${seconds(performance.now() - started)}`);
     const xds = await XdsVersions.start(b.cluster.kubeconfig, b.stack.config.namespace);
+    const told = await PodsTold.start(b.cluster.kubeconfig, b.stack.config.namespace);
     const core = b.stack.core();
     try {
       // The CI sync: a first run routes the background, as the job run after each namespace event did.
@@ -219,7 +228,7 @@ async function latency(background: number): Promise<LatencyRun[]> {
       await statusWritten(core, background);
       const ciNames = await timedNamespaces(b.w, "pr-ci");
       const runs: number[] = [];
-      const ci = await timeLabels(b, ciNames, xds, async () => {
+      const ci = await timeLabels(b, ciNames, xds, told, async () => {
         const t0 = performance.now();
         const r = await b.stack.runScript("sync-routes", [], 900_000);
         if (r.code !== 0) throw new Error(`sync-routes: ${r.stderr}`);
@@ -228,7 +237,7 @@ async function latency(background: number): Promise<LatencyRun[]> {
       for (const ns of ciNames) await b.w.deleteNamespace(ns);
 
       console.error("routeSync.inCluster switched on: pulumi up ...");
-      for (const args of inClusterConfigSets(b.cluster, image)) await b.stack.ws.ok(args);
+      for (const args of inClusterConfigSets(b.cluster, image, 2, values["controller-cpu"])) await b.stack.ws.ok(args);
       await b.stack.ws.ok(["up", "--yes", "--skip-preview"], 900_000);
       await b.controller.readyHolder("", 300_000);
       const ctlNames = await timedNamespaces(b.w, "pr-ctl");
@@ -238,27 +247,32 @@ async function latency(background: number): Promise<LatencyRun[]> {
         return !(data["rds.yaml"] ?? "").includes("/pr-ci-") || undefined;
       });
       await statusWritten(core, background);
-      const controller = await timeLabels(b, ctlNames, xds, async () => {});
+      const controller = await timeLabels(b, ctlNames, xds, told, async () => {});
       return [
         { sync: "ci", background, timings: ci, runs },
         { sync: "controller", background, timings: controller, runs: [] },
       ];
     } finally {
       xds.stop();
+      told.stop();
     }
   });
 }
 
-/** VmRSS of a process, MiB. */
-function rssMiB(pid: number): number {
-  const kb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+/** VmRSS (or another /proc status field in kB, such as VmHWM: the peak) of a process, MiB. */
+function rssMiB(pid: number, field = "VmRSS"): number {
+  const kb = Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
   return kb / 1024;
 }
 
 /** Memory, idle CPU and failover under churn, with the controller at `pairs` pairs. */
 async function churn(): Promise<string[]> {
   return onFreshCluster(
-    (cluster, image) => inCluster(cluster, image),
+    // On demand, as the prod stack: 5,000 pairs fit (a cluster per Service, the dev stack's, fits about 1,500).
+    (cluster, image) => (raw) => ({
+      ...inCluster(cluster, image)(raw),
+      devNamespaces: { ...(raw.devNamespaces as object), clusters: "on-demand" },
+    }),
     async (b) => {
       const report: string[] = [];
       const names = Array.from({ length: pairs / 10 }, (_, i) => `pr-bg-${i}`);
@@ -350,6 +364,13 @@ async function churn(): Promise<string[]> {
       report.push(
         `  production requests: ${result.samples.length} sent, ${result.failures.length} failed${result.failures.length ? `: ${describeFailures(result)}` : ""}`,
       );
+      report.push("  after the churn:");
+      for (const p of (await b.controller.pods()).map((pod) => pod.metadata!.name!)) {
+        const pid = controllerPid(p);
+        report.push(
+          `    ${p === (await b.controller.holder()) ? "leader " : "standby"} ${p}: VmRSS ${rssMiB(pid).toFixed(0)} MiB, peak (VmHWM) ${rssMiB(pid, "VmHWM").toFixed(0)} MiB`,
+        );
+      }
       return report;
     },
   );
@@ -361,10 +382,15 @@ function latencyTable(runs: LatencyRun[]): string[] {
     `${seconds(percentile(xs, 0.5))} / ${seconds(percentile(xs, 0.99))} / ${seconds(Math.max(...xs))}`;
   return [
     `\nlabel to route, ${count} namespaces each, one at a time (p50 / p99 / max; p99 is the nearest rank; goal: first 200 p50 <= 1 s, p99 <= 3 s)`,
-    "sync          background namespaces  ConfigMap holds the route   first 200 through the gateway pod   sync-routes run p50",
+    "sync          background namespaces  ConfigMap holds the route   pods told p50   first 200 through the gateway pod   sync-routes run p50",
     ...runs.map((r) => {
       const ci = r.runs.length ? seconds(percentile(r.runs, 0.5)) : "-";
-      return `${r.sync.padEnd(12)}  ${r.background.toLocaleString("en-US").padStart(21)}  ${fig(r.timings.map((t) => t.configMap)).padStart(25)}   ${fig(r.timings.map((t) => t.served)).padStart(33)}   ${ci.padStart(19)}`;
+      return `${r.sync.padEnd(12)}  ${r.background.toLocaleString("en-US").padStart(21)}  ${fig(r.timings.map((t) => t.configMap)).padStart(25)}   ${seconds(
+        percentile(
+          r.timings.map((t) => t.told),
+          0.5,
+        ),
+      ).padStart(17)}   ${fig(r.timings.map((t) => t.served)).padStart(33)}   ${ci.padStart(19)}`;
     }),
   ];
 }
@@ -377,7 +403,9 @@ async function main(): Promise<void> {
   for (const r of runs) {
     console.log(`\n${r.sync} at ${r.background.toLocaleString("en-US")} background namespaces:`);
     for (const t of r.timings)
-      console.log(`  ${t.namespace.padEnd(12)} ConfigMap ${seconds(t.configMap)}, first 200 ${seconds(t.served)}`);
+      console.log(
+        `  ${t.namespace.padEnd(12)} ConfigMap ${seconds(t.configMap)}, pods told ${seconds(t.told)}, first 200 ${seconds(t.served)}`,
+      );
   }
   console.log(latencyTable(runs).join("\n"));
   console.log(churnReport.join("\n"));

@@ -89,9 +89,27 @@ export function routeControllerPodSpec(
         ],
         ports: [{ name: "http", containerPort: ROUTE_CONTROLLER_PORT }],
         resources: args.settings.resources,
-        readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
-        livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 3 },
-        startupProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 2, failureThreshold: 30 },
+        // Answered on the event loop that renders: a render of thousands of pairs on a busy node holds it for
+        // seconds, which the kubelet's 1 s default timeout took for a dead process (bench/route-controller.ts at
+        // 5,000 pairs: the leader restarted again and again). Liveness fails only after 30 s without an answer.
+        readinessProbe: {
+          httpGet: { path: "/readyz", port: "http" },
+          periodSeconds: 5,
+          timeoutSeconds: 5,
+          failureThreshold: 2,
+        },
+        livenessProbe: {
+          httpGet: { path: "/healthz", port: "http" },
+          periodSeconds: 10,
+          timeoutSeconds: 10,
+          failureThreshold: 3,
+        },
+        startupProbe: {
+          httpGet: { path: "/healthz", port: "http" },
+          periodSeconds: 2,
+          timeoutSeconds: 2,
+          failureThreshold: 30,
+        },
         securityContext: hardenedContainer(ROUTE_CONTROLLER_UID),
         // Node's compile cache and any temporary file: the root file system is read-only.
         volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The route controller's image (routeSync.inCluster.image), built from this checkout:
 # Node ($NODE_VERSION, the cached one) with the glibc libraries it links, and the
-# compiled route controller (dist/route-controller.bundle.js and the Envoy API
+# compiled route controller (dist/route-controller.bundle.js, its packages' licence comments and the Envoy API
 # descriptors beside it), run as user 10001. One layer, made by tools/pod-images/mkimage,
 # with no registry or container engine. Its tag is keyed by what is in it:
 #   envoy-gateways/route-controller:<package version>-<12 hex of Node, bundle and descriptors>
@@ -29,14 +29,16 @@ done
 
 bundle="$REPO_ROOT/dist/route-controller.bundle.js"
 descriptors="$REPO_ROOT/dist/generated/envoy-api.binpb"
+# The licence comments of the bundled packages (the build puts them beside the bundle).
+legal="$REPO_ROOT/dist/route-controller.bundle.js.LEGAL.txt"
 node="$(node_dir)/bin/node"
-for f in "$bundle" "$descriptors"; do
+for f in "$bundle" "$descriptors" "$legal"; do
   [[ -f "$f" ]] || { log "$f is missing: run \`npm run build\` first"; exit 1; }
 done
 [[ -x "$node" ]] || { log "$node is missing: run \`bash scripts/setup.sh\` (or \`source scripts/env.sh\`) first"; exit 1; }
 
 version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$REPO_ROOT/package.json")"
-content="$({ echo "node $NODE_VERSION"; sha256sum "$bundle" "$descriptors" | cut -d' ' -f1; } | sha256sum | cut -c1-12)"
+content="$({ echo "node $NODE_VERSION"; sha256sum "$bundle" "$descriptors" "$legal" | cut -d' ' -f1; } | sha256sum | cut -c1-12)"
 tag="envoy-gateways/route-controller:$version-$content"
 cache="$EG_CACHE/route-controller-image"
 archive="$cache/$version-$content.tar"
@@ -56,6 +58,7 @@ if [[ ! -f "$archive" ]]; then
   install -m 0755 "$node" "$root/usr/local/bin/node"
   install -m 0644 "$bundle" "$root/app/route-controller.bundle.js"
   install -m 0644 "$descriptors" "$root/app/generated/envoy-api.binpb"
+  install -m 0644 "$legal" "$root/app/route-controller.bundle.js.LEGAL.txt"
   printf 'root:x:0:0:root:/:/usr/sbin/nologin\ncontroller:x:10001:10001:route controller:/tmp:/usr/sbin/nologin\n' >"$root/etc/passwd"
   printf 'root:x:0:\ncontroller:x:10001:\n' >"$root/etc/group"
   # Checked before it is packed: Node runs in that root with nothing from the host.

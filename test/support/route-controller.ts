@@ -35,9 +35,22 @@ export function inCluster(cluster: LocalCluster, image: string, replicas = 2): C
 }
 
 /** The same change as `pulumi config set` arguments, for a stack that runs without the controller so far. */
-export function inClusterConfigSets(cluster: LocalCluster, image: string, replicas = 2): string[][] {
+export function inClusterConfigSets(
+  cluster: LocalCluster,
+  image: string,
+  replicas = 2,
+  cpuRequest?: string,
+): string[][] {
   return [
     ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.image", image],
+    ...(cpuRequest
+      ? [
+          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.requests.cpu", cpuRequest],
+          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.requests.memory", "128Mi"],
+          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.limits.cpu", "1000m"],
+          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.limits.memory", "256Mi"],
+        ]
+      : []),
     ["config", "set", "--path", "--type", "int", "envoy-gateways:routeSync.inCluster.replicas", String(replicas)],
     [
       "config",

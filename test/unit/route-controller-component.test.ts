@@ -131,16 +131,19 @@ describe("the route controller the program declares", () => {
     expect(c.readinessProbe).toEqual({
       httpGet: { path: "/readyz", port: "http" },
       periodSeconds: 5,
+      timeoutSeconds: 5,
       failureThreshold: 2,
     });
     expect(c.livenessProbe).toEqual({
       httpGet: { path: "/healthz", port: "http" },
       periodSeconds: 10,
+      timeoutSeconds: 10,
       failureThreshold: 3,
     });
     expect(c.startupProbe).toEqual({
       httpGet: { path: "/healthz", port: "http" },
       periodSeconds: 2,
+      timeoutSeconds: 2,
       failureThreshold: 30,
     });
     expect(c.volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
