@@ -68,7 +68,9 @@ describe("the route controller the program declares", () => {
         verbs: ["get", "list", "watch"],
       },
     ]);
-    expect(named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "route-controller").inputs.subjects).toEqual([
+    const binding = named(resources, "rbac.authorization.k8s.io/v1:RoleBinding", "route-controller").inputs;
+    expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "route-controller" });
+    expect(binding.subjects).toEqual([
       { kind: "ServiceAccount", name: "envoy-gateways-route-sync", namespace: "default" },
     ]);
   });
