@@ -26,7 +26,7 @@ import { ConfigMapVolume } from "./configmap-volume.js";
 import { ClusterDns } from "./dns.js";
 import { EnvoyProcess } from "./envoy.js";
 import { Pod, type PodRequest } from "./pods.js";
-import { freeLoopbackSubnet, freeTcpPort } from "./ports.js";
+import { freeLoopbackSubnet, freeTcpPort, freeTcpPorts } from "./ports.js";
 import { waitFor } from "./processes.js";
 
 /** Addresses of the gateway's other pods (scaleGateway): 127.X.Y.200 and up; upstream pods stay below. */
@@ -159,11 +159,12 @@ export class GatewayHarness {
     ]);
     this.address = `${this.subnet}.1`;
     this.clientAddress = `${this.subnet}.2`;
+    const [http, https, health, metrics] = await freeTcpPorts(this.address, 4);
     this.ports = {
-      http: await freeTcpPort(this.address),
-      https: await freeTcpPort(this.address),
-      health: await freeTcpPort(this.address),
-      metrics: await freeTcpPort(this.address),
+      http: http!,
+      https: https!,
+      health: health!,
+      metrics: metrics!,
       admin: await freeTcpPort("127.0.0.1"),
     };
 

@@ -15,6 +15,28 @@ export function freeTcpPort(address = "127.0.0.1"): Promise<number> {
   });
 }
 
+/**
+ * `count` different TCP ports free on `address` right now: each held open until all are
+ * chosen (ports picked one after another can repeat, as the OS may hand a just-closed
+ * port out again: the on-demand suite once got the same one for two listeners).
+ */
+export async function freeTcpPorts(address: string, count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const server = createServer();
+          server.once("error", reject);
+          server.listen({ host: address, port: 0, exclusive: true }, () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
+}
+
 /** True when `port` can be bound on `address` for TCP. */
 export function tcpPortFree(address: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
