@@ -35,39 +35,54 @@ export async function createBackground(w: Workloads, names: string[], services: 
 }
 
 /**
+ * A watch on `path` with `query`, started again whenever the API server ends it, until the
+ * returned stop() (a missed event would leave a wait on it waiting).
+ */
+async function watchKeptOpen<T>(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string>,
+  onObject: (object: T) => void,
+): Promise<() => void> {
+  let watching = true;
+  let abort: AbortController | undefined;
+  const start = async (): Promise<void> => {
+    abort = await new Watch(kc).watch(
+      path,
+      query,
+      (_type: string, object: T) => onObject(object),
+      () => {
+        if (watching) void start();
+      },
+    );
+  };
+  await start();
+  return () => {
+    watching = false;
+    abort?.abort();
+  };
+}
+
+/**
  * An xDS ConfigMap's versions as the API server sends them (a watch, not a read of its
  * 0.7 MB every few hundred ms, which would load the cores being measured), each with the
  * instant it came; watched again whenever the API server ends the watch.
  */
 export class XdsVersions {
   private readonly versions: { at: number; rds: string }[] = [];
-  private watching = true;
-  private abort?: AbortController;
-
-  private constructor(
-    private readonly kc: KubeConfig,
-    private readonly namespace: string,
-    private readonly name: string,
-  ) {}
+  private stopWatch = () => {};
 
   static async start(kubeconfig: string, namespace: string, name = "gateway-xds"): Promise<XdsVersions> {
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
-    const v = new XdsVersions(kc, namespace, name);
-    await v.watch();
-    return v;
-  }
-
-  private async watch(): Promise<void> {
-    this.abort = await new Watch(this.kc).watch(
-      `/api/v1/namespaces/${this.namespace}/configmaps`,
-      { fieldSelector: `metadata.name=${this.name}` },
-      (_type: string, cm: V1ConfigMap) =>
-        this.versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
-      () => {
-        if (this.watching) void this.watch();
-      },
+    const v = new XdsVersions();
+    v.stopWatch = await watchKeptOpen<V1ConfigMap>(
+      kc,
+      `/api/v1/namespaces/${namespace}/configmaps`,
+      { fieldSelector: `metadata.name=${name}` },
+      (cm) => v.versions.push({ at: performance.now(), rds: cm.data?.["rds.yaml"] ?? "" }),
     );
+    return v;
   }
 
   /** When the first version since `since` came that `holds`: the ConfigMap's own instant, not a poll's. */
@@ -82,8 +97,7 @@ export class XdsVersions {
   }
 
   stop(): void {
-    this.watching = false;
-    this.abort?.abort();
+    this.stopWatch();
   }
 }
 
@@ -94,40 +108,22 @@ export class XdsVersions {
 export class PodsTold {
   private readonly changes: { at: number; digest: string }[] = [];
   private readonly last = new Map<string, string>();
-  private watching = true;
-  private abort?: AbortController;
-
-  private constructor(
-    private readonly kc: KubeConfig,
-    private readonly namespace: string,
-    private readonly gateway: string,
-  ) {}
+  private stopWatch = () => {};
 
   static async start(kubeconfig: string, namespace: string, gateway = "gateway"): Promise<PodsTold> {
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
-    const t = new PodsTold(kc, namespace, gateway);
-    await t.watch();
-    return t;
-  }
-
-  private async watch(): Promise<void> {
-    const labelSelector = Object.entries(gatewayPodLabels(this.gateway))
+    const t = new PodsTold();
+    const labelSelector = Object.entries(gatewayPodLabels(gateway))
       .map(([k, v]) => `${k}=${v}`)
       .join(",");
-    this.abort = await new Watch(this.kc).watch(
-      `/api/v1/namespaces/${this.namespace}/pods`,
-      { labelSelector },
-      (_type: string, pod: V1Pod) => {
-        const digest = pod.metadata?.annotations?.[XDS_DIGEST_ANNOTATION] ?? "";
-        const name = pod.metadata?.name ?? "";
-        if (this.last.get(name) !== digest) this.changes.push({ at: performance.now(), digest });
-        this.last.set(name, digest);
-      },
-      () => {
-        if (this.watching) void this.watch();
-      },
-    );
+    t.stopWatch = await watchKeptOpen<V1Pod>(kc, `/api/v1/namespaces/${namespace}/pods`, { labelSelector }, (pod) => {
+      const digest = pod.metadata?.annotations?.[XDS_DIGEST_ANNOTATION] ?? "";
+      const name = pod.metadata?.name ?? "";
+      if (t.last.get(name) !== digest) t.changes.push({ at: performance.now(), digest });
+      t.last.set(name, digest);
+    });
+    return t;
   }
 
   /** When the pods were first told of a new digest at `since` or later (undefined: not yet). */
@@ -136,7 +132,6 @@ export class PodsTold {
   }
 
   stop(): void {
-    this.watching = false;
-    this.abort?.abort();
+    this.stopWatch();
   }
 }

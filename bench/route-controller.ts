@@ -39,6 +39,7 @@ import type { CoreV1Api } from "@kubernetes/client-node";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { cpuSeconds } from "./cpu.js";
+import { LABEL, ROUTE_STATUS_ANNOTATION } from "../routing/labels.js";
 import { createBackground, percentile, PodsTold, routeIn, seconds, XdsVersions } from "./dev-namespaces.js";
 import { startLocalCluster, stopLocalCluster, type LocalCluster } from "../test/support/cluster.js";
 import { describeFailures, GatewayClient, startLoad } from "../test/support/gateway-client.js";
@@ -159,8 +160,8 @@ async function onFreshCluster<T>(
 /** Until every routed Service (dev label on its namespace) carries its route status: the writer is settled. */
 async function statusWritten(core: CoreV1Api, expected: number): Promise<void> {
   await until(`route status on ${expected} Services`, 1_200_000, async () => {
-    const list = await core.listServiceForAllNamespaces({ labelSelector: "envoy-gateways.io/service" });
-    const n = list.items.filter((s) => s.metadata?.annotations?.["envoy-gateways.io/routes"] !== undefined).length;
+    const list = await core.listServiceForAllNamespaces({ labelSelector: LABEL.service });
+    const n = list.items.filter((s) => s.metadata?.annotations?.[ROUTE_STATUS_ANNOTATION] !== undefined).length;
     return n >= expected || undefined;
   });
 }

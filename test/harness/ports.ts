@@ -4,15 +4,8 @@ import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 
 /** A TCP port free on `address` right now (the OS picks it). */
-export function freeTcpPort(address = "127.0.0.1"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen({ host: address, port: 0, exclusive: true }, () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
+export async function freeTcpPort(address = "127.0.0.1"): Promise<number> {
+  return (await freeTcpPorts(address, 1))[0]!;
 }
 
 /**

@@ -6,6 +6,7 @@ import { execFile } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { promisify } from "node:util";
 import { ROUTE_CONTROLLER } from "../../routes-provider/controller-config.js";
+import { CONTROLLER_RESOURCES } from "../../routing/config/route-sync.js";
 import type { LocalCluster } from "./cluster.js";
 import type { ConfigEdit } from "./local-stack.js";
 import { isReady, until } from "./workloads.js";
@@ -45,10 +46,21 @@ export function inClusterConfigSets(
     ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.image", image],
     ...(cpuRequest
       ? [
-          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.requests.cpu", cpuRequest],
-          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.requests.memory", "128Mi"],
-          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.limits.cpu", "1000m"],
-          ["config", "set", "--path", "envoy-gateways:routeSync.inCluster.resources.limits.memory", "256Mi"],
+          // The whole resources key (requests and limits), the defaults but the CPU request; strings, as the schema takes.
+          ...Object.entries({
+            "requests.cpu": cpuRequest,
+            "requests.memory": CONTROLLER_RESOURCES.requests.memory,
+            "limits.cpu": CONTROLLER_RESOURCES.limits.cpu,
+            "limits.memory": CONTROLLER_RESOURCES.limits.memory,
+          }).map(([key, value]) => [
+            "config",
+            "set",
+            "--path",
+            "--type",
+            "string",
+            `envoy-gateways:routeSync.inCluster.resources.${key}`,
+            value,
+          ]),
         ]
       : []),
     ["config", "set", "--path", "--type", "int", "envoy-gateways:routeSync.inCluster.replicas", String(replicas)],

@@ -885,7 +885,7 @@ describe("stack config", () => {
     expect(config.routeSync.inCluster).toEqual({
       replicas: 2,
       image: "rc:0.1.0",
-      resources: { requests: { cpu: "20m", memory: "128Mi" }, limits: { cpu: "1", memory: "256Mi" } },
+      resources: { requests: { cpu: "20m", memory: "256Mi" }, limits: { cpu: "1", memory: "512Mi" } },
       debounceMs: 100,
     });
     expect(parseStackConfig(minimalRaw()).routeSync.inCluster).toBeUndefined();

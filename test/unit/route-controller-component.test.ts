@@ -98,7 +98,7 @@ describe("the route controller the program declares", () => {
       capabilities: { drop: ["ALL"] },
       seccompProfile: { type: "RuntimeDefault" },
     });
-    expect(c.resources).toEqual({ requests: { cpu: "20m", memory: "128Mi" }, limits: { cpu: "1", memory: "256Mi" } });
+    expect(c.resources).toEqual({ requests: { cpu: "20m", memory: "256Mi" }, limits: { cpu: "1", memory: "512Mi" } });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
     expect(c.env.map((e: { name: string }) => e.name)).toEqual(["POD_NAME", "POD_NAMESPACE"]);
