@@ -213,7 +213,26 @@ describe("the route controller", () => {
     ).toMatch(/ 1$/);
     h.onData!(undefined);
     expect(live()).toHaveLength(1);
-    expect(lines.at(-1)).toContain("does not exist");
+    expect(lines.at(-1)).toMatch(/does not exist.*; keeping the last config read$/);
+    expect(
+      await controller.metrics.registry.getSingleMetricAsString("envoy_gateways_route_controller_config_refused"),
+    ).toMatch(/ 1$/);
+    // The same good config back: no longer refused, and no new watcher for what it already runs.
+    const logged = lines.length;
+    h.onData!(data());
+    await tick();
+    expect(
+      await controller.metrics.registry.getSingleMetricAsString("envoy_gateways_route_controller_config_refused"),
+    ).toMatch(/ 0$/);
+    expect(h.watchers).toHaveLength(1);
+    expect(lines.slice(logged).filter((l) => l.includes("read from ConfigMap"))).toEqual([]);
+  });
+
+  it("says it waits for a config while none good was read yet", async () => {
+    h.onData!(undefined);
+    expect(lines.at(-1)).toMatch(/does not exist.*; waiting for it$/);
+    h.onData!({ ...data(), "routes.json": "[" });
+    expect(lines.at(-1)).toMatch(/routes\.json: is not JSON.*\nwaiting for a good one$/s);
   });
 
   it("is ready with a good config, and, leading, once its watcher's lists are read", async () => {
