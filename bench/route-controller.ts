@@ -91,7 +91,6 @@ const pairs = whole("pairs", values.pairs, 10, 10_000, 10);
 const idleSeconds = whole("idle-seconds", values["idle-seconds"], 10, 600);
 const churnSeconds = whole("churn-seconds", values["churn-seconds"], 12, 600);
 
-const NS = "default";
 const POLL_MS = 20;
 const LIMIT_MS = 300_000;
 const BACKGROUND_SERVICES = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"];
@@ -146,7 +145,7 @@ async function onFreshCluster<T>(
       stack,
       gateway,
       w: new Workloads(cluster),
-      controller: new RouteControllerPods(cluster.kubeconfig, NS),
+      controller: new RouteControllerPods(cluster.kubeconfig, stack.config.namespace),
       devHost: `internal.${stack.config.domain}`,
     };
     return await body(b, image);
@@ -244,7 +243,8 @@ async function latency(background: number): Promise<LatencyRun[]> {
       const ctlNames = await timedNamespaces(b.w, "pr-ctl");
       // Settled: the ci namespaces' deletions written, the route status of all in place.
       await until("the deleted namespaces' routes gone", LIMIT_MS, async () => {
-        const data = (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: NS })).data ?? {};
+        const data =
+          (await core.readNamespacedConfigMap({ name: "gateway-xds", namespace: b.stack.config.namespace })).data ?? {};
         return !(data["rds.yaml"] ?? "").includes("/pr-ci-") || undefined;
       });
       await statusWritten(core, background);
@@ -319,7 +319,7 @@ async function churn(): Promise<string[]> {
         await new Promise((r) => setTimeout(r, (churnSeconds * 1000) / 3));
         const old = await b.controller.holder();
         const t0 = performance.now();
-        await core.deleteNamespacedPod({ name: old, namespace: NS });
+        await core.deleteNamespacedPod({ name: old, namespace: b.stack.config.namespace });
         const to = await b.controller.readyHolder(old, 60_000, 100);
         failover = { from: old, to, ms: performance.now() - t0 };
         console.error(`leader ${old} deleted: ${to} leads ${seconds(failover.ms)} later`);
@@ -337,7 +337,8 @@ async function churn(): Promise<string[]> {
       const missing = async () => {
         const out: string[] = [];
         for (const gw of ["gateway", "internal-gateway"]) {
-          const rds = (await core.readNamespacedConfigMap({ name: `${gw}-xds`, namespace: NS })).data?.["rds.yaml"];
+          const rds = (await core.readNamespacedConfigMap({ name: `${gw}-xds`, namespace: b.stack.config.namespace }))
+            .data?.["rds.yaml"];
           out.push(...churned.filter((ns) => !(rds ?? "").includes(routeIn(ns, "app"))).map((ns) => `${gw}: ${ns}`));
         }
         return out;
