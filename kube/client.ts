@@ -3,14 +3,47 @@
 // errors that say what went wrong in words (who may not do what, which API
 // server cannot be reached).
 import * as k8s from "@kubernetes/client-node";
+import type * as https from "node:https";
 import type { NamespaceObject, ServiceObject } from "../routing/discovery.js";
+import { jsonDigest } from "../routing/units.js";
 
 /** A kubeconfig from text (the stack's secret), or the ambient one (KUBECONFIG, ~/.kube/config, in-cluster). */
 export function loadKubeConfig(text?: string): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
+  const kc = new PooledKubeConfig();
   if (text) kc.loadFromString(text);
   else kc.loadFromDefault();
   return kc;
+}
+
+type Dispatcher = NonNullable<ReturnType<k8s.RequestContext["getDispatcher"]>>;
+
+/**
+ * A KubeConfig whose API calls share one undici connection pool while the TLS
+ * connection would be made with the same CA, client certificate and server
+ * name. client-node 2.0.1 builds a new undici Agent for every call, so each
+ * call paid a TCP connection and a TLS handshake of its own: the route
+ * controller's leader reads and renews its Lease every 2 s, and the sync
+ * writes a route status on each of thousands of Services. Headers (the token,
+ * reread from its file as before) are still set per call by client-node. When
+ * the TLS material changes (a rotated CA or client certificate file), the next
+ * call gets a new pool and the old one is closed once its requests end.
+ */
+export class PooledKubeConfig extends k8s.KubeConfig {
+  #pool: { key: string; dispatcher: Dispatcher } | undefined;
+
+  override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const made = context.getDispatcher();
+    if (made === undefined) return;
+    const tls: https.AgentOptions = {};
+    await this.applyToHTTPSOptions(tls);
+    const key = jsonDigest(this.createDispatcherOptions(this.getCurrentCluster(), tls));
+    if (this.#pool?.key !== key) {
+      void this.#pool?.dispatcher.close();
+      this.#pool = { key, dispatcher: made };
+    }
+    context.setDispatcher(this.#pool.dispatcher);
+  }
 }
 
 /** Turns an API or connection failure into a sentence naming the user, the action and the server. */
