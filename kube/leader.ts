@@ -4,7 +4,9 @@
 // duration, as this process observed it (its own clock, never the holder's
 // renewTime, so clock skew between nodes does not matter), takes it with an
 // update guarded by the resourceVersion it read (two candidates: one wins, the
-// other gets 409). The holder renews it each retry period and counts itself the
+// other gets 409). The holder renews it each retry period, unlike client-go
+// from the Lease its last write returned, without reading it first (a write by
+// anyone since makes the renewal a 409, and it reads at its next round), and counts itself the
 // leader only until its last successful renewal plus the renew deadline, which
 // is shorter than the lease duration: a holder cut off from the API server stops
 // writing before any other candidate may take the Lease. The Lease's
@@ -126,7 +128,7 @@ export interface LeaderElection {
   leading(): Leadership | undefined;
   /** The holder last observed ("" for none). */
   holder(): string;
-  /** When the loop last read the Lease successfully (undefined: never yet). */
+  /** When the loop last read the Lease successfully, or wrote it (a write answers with the Lease as it is; undefined: never yet). */
   lastReadMs(): number | undefined;
   /** When the loop last ran a round (a stuck loop is a liveness failure). */
   lastRoundMs(): number;
@@ -157,12 +159,20 @@ export function electLeader(
   let lastRenewMs = 0;
   let lastReadMs: number | undefined;
   let lastRoundMs = clock();
+  /**
+   * The Lease as this holder last wrote it: while it leads, it renews from
+   * that without reading first (half the calls of a read and a write each
+   * retry period). Any write since by anyone else bumped the resourceVersion,
+   * so the renewal is a 409, and the next round reads again.
+   */
+  let mine: k8s.V1Lease | undefined;
   let abort: AbortController | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let round: Promise<void> = Promise.resolve();
 
   const stopLeading = (why: string) => {
+    mine = undefined;
     if (!leadership) return;
     leadership = undefined;
     abort?.abort();
@@ -173,14 +183,17 @@ export function electLeader(
   const tryRound = async () => {
     lastRoundMs = clock();
     let current: k8s.V1Lease;
-    try {
-      current = await api.readNamespacedLease(lease, withTimeout());
-    } catch (e) {
-      callbacks.onError?.(describeKubeError(kc, `reading ${where}`, e).message);
-      return;
-    }
+    if (leadership && mine) current = mine;
+    else
+      try {
+        current = await api.readNamespacedLease(lease, withTimeout());
+        lastReadMs = clock();
+      } catch (e) {
+        callbacks.onError?.(describeKubeError(kc, `reading ${where}`, e).message);
+        return;
+      }
+    mine = undefined;
     const nowMs = clock();
-    lastReadMs = nowMs;
     const before = seen?.holder;
     seen = observe(seen, current.spec, nowMs);
     if (seen.holder !== before) callbacks.onNewHolder?.(seen.holder);
@@ -191,7 +204,9 @@ export function electLeader(
     try {
       // The resourceVersion read: a candidate that wrote meanwhile makes this a 409, and this one waits.
       const written = await api.replaceNamespacedLease({ ...lease, body: { ...current, spec } }, withTimeout());
-      seen = observe(seen, written.spec, clock());
+      lastReadMs = clock();
+      seen = observe(seen, written.spec, lastReadMs);
+      mine = written;
     } catch (e) {
       if (!(e instanceof k8s.ApiException && e.code === 409))
         callbacks.onError?.(describeKubeError(kc, `writing ${where}`, e).message);

@@ -105,6 +105,7 @@ class LeaseServer {
   /** Candidates cut off from it (their requests fail). */
   cutOff = new Set<string>();
   writes: { by: string; holder: string }[] = [];
+  reads: string[] = [];
 
   api(identity: string) {
     const failIfCut = () => {
@@ -113,6 +114,7 @@ class LeaseServer {
     return {
       readNamespacedLease: async () => {
         failIfCut();
+        this.reads.push(identity);
         return structuredClone(this.lease);
       },
       replaceNamespacedLease: async ({ body }: { body: V1Lease }) => {
@@ -177,11 +179,24 @@ describe("two candidates on one Lease", () => {
     expect(server.writes.every((w) => w.by === "a")).toBe(true);
   });
 
-  it("renews each retry period while it leads", async () => {
-    const before = server.writes.length;
+  it("renews each retry period while it leads, without reading the Lease first", async () => {
+    const before = { writes: server.writes.length, reads: server.reads.filter((r) => r === "a").length };
     await tick(10_000);
-    expect(server.writes.length - before).toBe(5);
+    expect(server.writes.length - before.writes).toBe(5);
+    expect(server.reads.filter((r) => r === "a").length - before.reads).toBe(0);
+    // The other candidate reads each round.
+    expect(server.reads.filter((r) => r === "b").length).toBeGreaterThanOrEqual(5);
+    expect(a.lastReadMs()).toBe(Date.now());
   });
+
+  /** Another process's write of the Lease, as the API server records it: a new resourceVersion. */
+  const writtenByOther = (spec: V1Lease["spec"]) => {
+    const rv = String(Number(server.lease.metadata!.resourceVersion) + 1);
+    server.lease = {
+      metadata: { ...server.lease.metadata, resourceVersion: rv },
+      spec: { ...server.lease.spec, ...spec },
+    };
+  };
 
   it("hands over when the leader stops: released, the other takes it at its next round", async () => {
     await a.stop();
@@ -213,14 +228,25 @@ describe("two candidates on one Lease", () => {
     expect(b.leading()?.epoch).toBe(2);
   });
 
-  it("steps down at once when it reads another holder in the Lease", async () => {
-    server.lease = {
-      ...server.lease,
-      spec: { ...server.lease.spec, holderIdentity: "c", leaseTransitions: 2, renewTime: new V1MicroTime(Date.now()) },
-    };
+  it("steps down when another wrote the Lease: its renewal is refused, and it reads the new holder at the next round", async () => {
+    writtenByOther({ holderIdentity: "c", leaseTransitions: 2, renewTime: new V1MicroTime(Date.now()) });
+    const writes = server.writes.length;
+    await tick(2_000);
+    expect(server.lease.spec?.holderIdentity).toBe("c");
     await tick(2_000);
     expect(a.leading()).toBeUndefined();
     expect(log.at(-1)).toBe("a stops: Lease gateways/route-controller is held by c now");
+    expect(server.writes.slice(writes).filter((w) => w.by === "a")).toEqual([]);
+  });
+
+  it("renews again after a refused renewal when the Lease is still its own (another field changed)", async () => {
+    const before = server.writes.length;
+    writtenByOther({ leaseDurationSeconds: 10 });
+    await tick(2_000);
+    expect(server.writes.length, "the renewal from its own last write is refused").toBe(before);
+    await tick(2_000);
+    expect(server.writes.slice(before)).toEqual([{ by: "a", holder: "a" }]);
+    expect(a.leading()?.epoch).toBe(1);
   });
 
   it("loses a race for the Lease without an error: the write at a stale resourceVersion is refused", async () => {
