@@ -8,9 +8,10 @@ import { routeControllerImage } from "./images.js";
 import { containerResources, intIn } from "./primitives.js";
 
 /**
- * A Node.js process: its code and the informers' caches (a replica that does not lead: 93 MiB
- * resident at 5,000 dev/PR pairs), and on the leader the rendered files and their model too
- * (270 MiB resident at 5,000 pairs, bench/route-controller.ts on 2026-12-07).
+ * A Node.js process: its code and a watch of its config (a replica that does not lead: 93 MiB
+ * resident at 5,000 dev/PR pairs), and on the leader the informers' caches, the rendered files
+ * and their model too (188-200 MiB resident at 5,000 pairs, bench/route-controller.ts on
+ * 2026-12-07); the limit leaves room for a render's peak.
  */
 export const CONTROLLER_RESOURCES = {
   requests: { cpu: "20m", memory: "256Mi" },
