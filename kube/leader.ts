@@ -1,17 +1,18 @@
 // Leader election on a coordination.k8s.io Lease, as client-go's
-// leaderelection does it (client-node 2.0 has none): every candidate reads the
-// Lease each retry period; one whose holder has not renewed it for a lease
-// duration, as this process observed it (its own clock, never the holder's
-// renewTime, so clock skew between nodes does not matter), takes it with an
-// update guarded by the resourceVersion it read (two candidates: one wins, the
-// other gets 409). The holder renews it each retry period, unlike client-go
-// from the Lease its last write returned, without reading it first (a write by
-// anyone since makes the renewal a 409, and it reads at its next round), and counts itself the
-// leader only until its last successful renewal plus the renew deadline, which
-// is shorter than the lease duration: a holder cut off from the API server stops
-// writing before any other candidate may take the Lease. The Lease's
-// leaseTransitions after a take is the leader's epoch, the fencing token its
-// writes carry (routes-provider/core.ts refuses to write over a newer epoch).
+// leaderelection does it (client-node 2.0 has none): every candidate but the
+// holder reads the Lease each retry period; one whose holder has not renewed it
+// for a lease duration, as this process observed it (its own clock, never the
+// holder's renewTime, so clock skew between nodes does not matter), takes it
+// with an update guarded by the resourceVersion it read (two candidates: one
+// wins, the other gets 409). The holder renews it each retry period from the
+// Lease its last write returned, without a read first (client-go reads first):
+// a write by anyone since makes the renewal a 409, and it reads at its next
+// round. It counts itself the leader only until its last successful renewal
+// plus the renew deadline, which is shorter than the lease duration: a holder
+// cut off from the API server stops writing before any other candidate may
+// take the Lease. The Lease's leaseTransitions after a take is the leader's
+// epoch, the fencing token its writes carry (routes-provider/core.ts refuses to
+// write over a newer epoch).
 import * as k8s from "@kubernetes/client-node";
 import { describeKubeError, withTimeout } from "./client.js";
 

@@ -89,7 +89,7 @@ const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
  * long as the watch runs; `o` is a fresh object from a list or a watch event,
  * trimmed in place before the cache keeps it.
  */
-export function trimmed<T extends k8s.KubernetesObject>(o: T): T {
+function trimmed<T extends k8s.KubernetesObject>(o: T): T {
   const m = o.metadata;
   if (m === undefined) return o;
   delete m.managedFields;
@@ -97,13 +97,13 @@ export function trimmed<T extends k8s.KubernetesObject>(o: T): T {
   return o;
 }
 
-/** A client-node Watch whose events carry `trimmed` objects (an ERROR event's Status as it came). */
+/** A client-node Watch whose events carry `trimmed` objects (an ERROR event's Status has neither field). */
 class TrimmingWatch extends k8s.Watch {
   override watch(...[path, queryParams, callback, done]: Parameters<k8s.Watch["watch"]>): Promise<AbortController> {
     return super.watch(
       path,
       queryParams,
-      (phase, apiObj, watchObj) => callback(phase, phase === "ERROR" ? apiObj : trimmed(apiObj), watchObj),
+      (phase, apiObj, watchObj) => callback(phase, trimmed(apiObj), watchObj),
       done,
     );
   }
