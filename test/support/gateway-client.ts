@@ -235,6 +235,8 @@ export interface Sample {
   server?: string;
   /** Sent again on a new connection after the kept-alive one closed before any answer (GatewayResponse.retried). */
   retried?: true;
+  /** The start of the answer's body, for answers other than 200: Envoy's local replies say why ("Sub cluster warming timeout", "no healthy upstream"). */
+  body?: string;
   error?: string;
 }
 
@@ -309,6 +311,7 @@ export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOpt
             via: r.gatewayPod,
             server: serverProduct(r),
             ...(r.retried ? { retried: r.retried } : {}),
+            ...(r.status !== 200 ? { body: r.body.slice(0, FAILED_BODY_CHARS) } : {}),
           });
         },
         (e: Error & { gatewayPod?: string }) => {
@@ -326,6 +329,9 @@ export function startLoad(send: () => Promise<GatewayResponse>, options: LoadOpt
   };
   return { t0, samples, now, stop: () => (stopped = true), result: run() };
 }
+
+/** How much of a failed answer's body a sample keeps. */
+const FAILED_BODY_CHARS = 120;
 
 /** The product in a response's Server header (`envoy`, `nginx`), without its version; undefined without one. */
 export function serverProduct(r: Pick<GatewayResponse, "headers">): string | undefined {
@@ -351,6 +357,10 @@ export function describeFailures(result: Pick<LoadResult, "samples" | "failures"
   if (f.length === 0) return `0 of ${result.samples.length} failed`;
   const shown = f
     .slice(0, limit)
-    .map((s) => `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s${s.via ? ` via ${s.via}` : ""}`);
+    .map(
+      (s) =>
+        `${s.status || s.error} at ${(s.sent / 1000).toFixed(2)} s${s.via ? ` via ${s.via}` : ""}` +
+        (s.body ? ` (${JSON.stringify(s.body.trim())})` : ""),
+    );
   return `${f.length} of ${result.samples.length} failed: ${shown.join("; ")}${f.length > limit ? "; ..." : ""}`;
 }
