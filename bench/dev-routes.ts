@@ -301,9 +301,9 @@ async function measure(
   }
 }
 
-/** The on-demand cluster of a gateway's documents. */
+/** The on-demand cluster of a gateway's documents (a static cluster of its bootstrap). */
 function onDemandCluster(docs: GatewayDocuments): Json {
-  return (docs.cds.resources as Json[]).find((c) => c.name === ON_DEMAND_CLUSTER)!;
+  return ((docs.bootstrap.static_resources as Json).clusters as Json[]).find((c) => c.name === ON_DEMAND_CLUSTER)!;
 }
 
 /** The on-demand cluster with one part taken out at a time, and with one worker: what each costs a sub-cluster. */

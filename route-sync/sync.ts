@@ -32,7 +32,7 @@ import {
   type RoutesFacts,
   type WriteFence,
 } from "../routes-provider/core.js";
-import type { GatewayName, RoutingConfig, StackConfig } from "../routing/config/schema.js";
+import type { StackConfig } from "../routing/config/schema.js";
 import { routedDevNamespaces } from "../routing/capacity.js";
 import {
   ROUTED_SERVICE_SELECTOR,
@@ -130,9 +130,7 @@ export interface PlannedResource {
 /**
  * What each routes resource would be given by the program now: its wiring
  * (gateway, ConfigMap) from the state, the routing part of the current stack
- * config but the gateways' memory limits (the state's: see
- * withRecordedMemory), and the discovered dev/PR namespaces, rendered at
- * `now`.
+ * config, and the discovered dev/PR namespaces, rendered at `now`.
  */
 export function plan(
   state: readonly RoutesResourceState[],
@@ -141,8 +139,7 @@ export function plan(
   now: Date,
 ): PlannedResource[] {
   return state.map((r) => {
-    const given = routesInputs(r.outputs, sync.config, devNamespaces, { kubeconfig: sync.kubeconfig });
-    const facts: RoutesFacts = { ...given, config: withRecordedMemory(given.config, r.outputs.config) };
+    const facts: RoutesFacts = routesInputs(r.outputs, sync.config, devNamespaces, { kubeconfig: sync.kubeconfig });
     // Not validated: only what is written is (writeRoutes), and what matches the state was validated when it was written.
     const rendered = renderRoutes(facts, now, { validate: false });
     return {
@@ -154,28 +151,6 @@ export function plan(
       digest: dataDigest(rendered.files.xds),
     };
   });
-}
-
-/**
- * The routing config with each gateway's memory limit as the routes state
- * records it: the limit the last `pulumi up` rolled the gateway pods with,
- * which sizes both their heap and how many on-demand sub-clusters they may
- * keep. A sync rolls no pod, so a limit changed in the stack config since
- * then waits for `pulumi up`: rendered before the pods have it, a raised
- * limit would let the running pods make more sub-clusters than their heap
- * holds. State recorded without a limit keeps none (the bound it was written
- * with).
- */
-export function withRecordedMemory(config: RoutingConfig, recorded: RoutingConfig | undefined): RoutingConfig {
-  const gateways = Object.fromEntries(
-    Object.entries(config.gateways).map(([name, g]) => {
-      const { resources: _, ...rest } = g;
-      // Only where the config has one (dev/PR routes on demand).
-      const kept = g.resources && recorded?.gateways?.[name as GatewayName]?.resources;
-      return [name, kept ? { ...rest, resources: kept } : rest];
-    }),
-  ) as RoutingConfig["gateways"];
-  return { ...config, gateways };
 }
 
 /** True when the resource's state already holds these facts, routes and files. */

@@ -9,8 +9,8 @@ import { upstream } from "./upstream.js";
 
 /**
  * The stack config the xDS files (cds.yaml, rds.yaml) are rendered from: an
- * allow-list of keys, so nothing else (secrets, the image, resources except
- * the memory limit, the bootstrap's settings) reaches the routes resources' inputs and state.
+ * allow-list of keys, so nothing else (secrets, the image, resources, the
+ * bootstrap's settings) reaches the routes resources' inputs and state.
  */
 const gatewayRouting = z.strictObject({
   /** Domain of this gateway's production hosts: <service>.<domain>. */
@@ -25,9 +25,9 @@ const gatewayRouting = z.strictObject({
   /** The gateway's security headers, defaults already merged in. */
   securityHeaders,
   /**
-   * The pod's memory limit, with dev/PR routes on demand: it sizes how many
-   * sub-clusters Envoy keeps. Absent otherwise, and from routes state
-   * recorded before it was part of it.
+   * Read from routes state only, never rendered from: releases that kept the
+   * on-demand cluster in cds.yaml recorded the pod's memory limit, which sized
+   * it. The cluster is in the bootstrap now, sized there.
    */
   resources: z.strictObject({ limits: z.strictObject({ memory: memoryQuantity }) }).optional(),
 });
@@ -74,10 +74,6 @@ export function routingConfig(config: StackConfig): RoutingConfig {
     replicas: g.replicas,
     authenticateMetrics: g.authenticateMetrics,
     securityHeaders: structuredClone(g.securityHeaders),
-    // Only what the files depend on: the memory limit bounds the on-demand cluster's sub-clusters.
-    ...(config.devNamespaces.clusters === "on-demand"
-      ? { resources: { limits: { memory: g.resources.limits.memory } } }
-      : {}),
   });
   return {
     clusterDomain: config.clusterDomain,

@@ -3,7 +3,7 @@
 // stats kept.
 import { heapLimitBytes } from "./heap.js";
 import type { GatewayContext } from "./context.js";
-import { acmeCluster, adminCluster, extAuthzCluster, gatewayPodsCluster } from "./clusters.js";
+import { acmeCluster, adminCluster, extAuthzCluster, gatewayPodsCluster, onDemandCluster } from "./clusters.js";
 import { healthListener, httpListener, httpsListener, metricsListener } from "./listeners.js";
 import { statsSettings } from "./stats.js";
 import { STATIC_CLUSTER, TYPE, type Json } from "./types.js";
@@ -14,6 +14,7 @@ export function bootstrap(ctx: GatewayContext): Json {
   if (ctx.settings.acme) clusters.push(acmeCluster(ctx));
   clusters.push(adminCluster(ctx));
   clusters.push(gatewayPodsCluster(ctx));
+  if (ctx.config.devNamespaces.clusters === "on-demand") clusters.push(onDemandCluster(ctx));
   const doc: Json = {
     node: { id: ctx.gateway, cluster: ctx.gateway },
     admin: { address: { socket_address: { address: "127.0.0.1", port_value: ctx.ports.admin } } },

@@ -11,16 +11,14 @@ import { FORWARD_PROXY_CLUSTER_TYPE, STATIC_CLUSTER, TYPE, type Json } from "./t
 
 /**
  * Every routed cluster of the table: production first, then dev, each in
- * table order; the on-demand cluster last, there whenever the stack routes
- * dev/PR services on demand (so it stays the same, with its sub-clusters, as
- * namespaces come and go) and written once however many routes share it.
+ * table order. The on-demand cluster is not one of them: it is a static
+ * cluster of the bootstrap (onDemandCluster).
  */
 export function serviceClusters(ctx: XdsContext, table: RoutingTable): Json[] {
   const clusters: Json[] = [];
   for (const s of table.production) for (const v of s.versions) clusters.push(serviceCluster(ctx, s, v, "production"));
   for (const s of table.dev)
     for (const v of s.versions) if (v.cluster !== ON_DEMAND_CLUSTER) clusters.push(serviceCluster(ctx, s, v, "dev"));
-  if (ctx.config.devNamespaces.clusters === "on-demand") clusters.push(onDemandCluster(ctx));
   return clusters;
 }
 
@@ -37,15 +35,21 @@ export function routedOnDemand(service: RoutedService): boolean {
  * SAN check from that name, circuit breakers, outlier detection, bounded
  * buffers); a sub-cluster unused for ON_DEMAND_SUB_CLUSTER_TTL_SECONDS goes. It
  * keeps as many sub-clusters as the share of the pod's heap set aside for
- * them holds (maxOnDemandSubClusters). A change of that number (of the memory
- * limit) drops every sub-cluster with its pooled connections; the pods roll
- * then anyway.
+ * them holds (maxOnDemandSubClusters).
+ *
+ * A static cluster of the bootstrap, beside the forward proxy filters that use
+ * it, not a CDS cluster: Envoy applies a route update at once but a cluster
+ * that CDS adds only once it has warmed, so one swap of the xDS files that
+ * both adds the cluster and moves routes onto it answered those routes 503
+ * (no cluster) for some milliseconds (a gateway pod that started with the
+ * per-service files and then got the on-demand ones). In the bootstrap it is
+ * there before the pod is ready, and its size follows the pod's own memory
+ * limit: both change only with a new bootstrap, so with a pod roll.
  */
-export function onDemandCluster(ctx: XdsContext): Json {
+export function onDemandCluster(ctx: GatewayContext): Json {
   const shared = ctx.shared;
   const insecure = ctx.config.devNamespaces.upstreamTls === "encrypt-only";
   return {
-    "@type": TYPE.cluster,
     name: ON_DEMAND_CLUSTER,
     cluster_type: {
       name: FORWARD_PROXY_CLUSTER_TYPE,
@@ -53,7 +57,7 @@ export function onDemandCluster(ctx: XdsContext): Json {
         "@type": TYPE.forwardProxyCluster,
         sub_clusters_config: {
           lb_policy: ctx.config.upstream.lbPolicy,
-          max_sub_clusters: maxOnDemandSubClusters(ctx.settings.resources?.limits.memory),
+          max_sub_clusters: maxOnDemandSubClusters(ctx.settings.resources.limits.memory),
           sub_cluster_ttl: `${ON_DEMAND_SUB_CLUSTER_TTL_SECONDS}s`,
           dns_cluster_config: shared.dnsSettings,
         },

@@ -35,6 +35,8 @@ export interface GatewayView {
   bootstrap?: Json;
   clusters: Json[];
   routeConfigs: Json[];
+  /** Without a bootstrap: the names of its static clusters that routes may still name. */
+  bootstrapClusters?: readonly string[];
 }
 
 export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
@@ -42,6 +44,7 @@ export function envoyRuleViolations(view: GatewayView): EnvoyViolation[] {
   const bootstrap = view.bootstrap;
   const staticClusters = arr((bootstrap?.static_resources as Json | undefined)?.clusters);
   const clusterNames = uniqueClusterNames(staticClusters, view.clusters, out);
+  for (const name of view.bootstrapClusters ?? []) clusterNames.add(name);
   if (bootstrap) {
     nodeIdentity(bootstrap, out);
     const listeners = arr((bootstrap.static_resources as Json | undefined)?.listeners);

@@ -8,6 +8,7 @@ import { decode, SharedDecoder, typeNameOf, type DecodeResult } from "./decode.j
 import { envoyApi } from "./descriptors.js";
 import { envoyRuleViolations, violationWhere, type EnvoyViolation } from "./envoy-rules.js";
 import { checkRules } from "./rules.js";
+import { ON_DEMAND_CLUSTER } from "../names.js";
 import { parseEnvoyYaml } from "../envoy/xds.js";
 
 const BOOTSTRAP = "envoy.config.bootstrap.v3.Bootstrap";
@@ -57,6 +58,14 @@ export function validateGateway(docs: GatewayDocuments): Problem[] {
   return problems;
 }
 
+/**
+ * The bootstrap's static clusters that xDS routes may name: the on-demand
+ * cluster of dev/PR routes (routing/envoy/clusters.ts onDemandCluster). The
+ * xDS files alone are checked as routing to it; whether the bootstrap has it
+ * is checked with the bootstrap (validateGateway).
+ */
+const BOOTSTRAP_ROUTE_CLUSTERS = [ON_DEMAND_CLUSTER];
+
 /** Every problem in one gateway's xDS documents (what its routes resource writes), minus what needs the bootstrap. */
 export function validateXds(docs: XdsDocuments): Problem[] {
   const problems: Problem[] = [];
@@ -66,7 +75,11 @@ export function validateXds(docs: XdsDocuments): Problem[] {
   checkXdsFile(docs.cds, CLUSTER, where("cds.yaml"), problems, decoder);
   checkXdsFile(docs.rds, ROUTE_CONFIGURATION, where("rds.yaml"), problems, decoder);
   pushRuleProblems(
-    envoyRuleViolations({ clusters: docs.cds.resources, routeConfigs: docs.rds.resources }),
+    envoyRuleViolations({
+      clusters: docs.cds.resources,
+      routeConfigs: docs.rds.resources,
+      bootstrapClusters: BOOTSTRAP_ROUTE_CLUSTERS,
+    }),
     docs.gateway,
     problems,
   );
@@ -107,7 +120,15 @@ export function validateXdsData(data: Record<string, string>, where: string): Pr
   if (rds) checkXdsFile(rds, ROUTE_CONFIGURATION, { gateway: where, file: "rds.yaml" }, problems, decoder);
   // Envoy's rules across the files need the clusters: without them every route's cluster would read as unknown.
   if (cds)
-    pushRuleProblems(envoyRuleViolations({ clusters: resources(cds), routeConfigs: resources(rds) }), where, problems);
+    pushRuleProblems(
+      envoyRuleViolations({
+        clusters: resources(cds),
+        routeConfigs: resources(rds),
+        bootstrapClusters: BOOTSTRAP_ROUTE_CLUSTERS,
+      }),
+      where,
+      problems,
+    );
   return problems;
 }
 

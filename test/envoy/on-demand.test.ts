@@ -36,10 +36,12 @@ afterAll(async () => {
 const devGet = (path: string, headers: Record<string, string> = {}) => h.get(h.devHost, path, { headers });
 
 describe("on-demand dev/PR routes on the real Envoy", () => {
-  it("writes no cluster per dev/PR Service: production's and the one on-demand cluster", () => {
+  it("writes no cluster per dev/PR Service: production's in cds.yaml, the one on-demand cluster in the bootstrap", () => {
     const names = h.files.documents.cds.resources.map((c) => String(c.name));
-    expect(names).toContain(ON_DEMAND_CLUSTER);
+    expect(names).not.toContain(ON_DEMAND_CLUSTER);
     expect(names.filter((n) => n.startsWith("pr-"))).toEqual([]);
+    const statics = (h.files.documents.bootstrap.static_resources as { clusters: { name: string }[] }).clusters;
+    expect(statics.map((c) => c.name)).toContain(ON_DEMAND_CLUSTER);
   });
 
   it("serves /<namespace>/<service>/... from that Service's pods, with its name as Host and the client's in x-forwarded-host", async () => {

@@ -5,7 +5,6 @@ import type { ProjectStack, RoutesResourceState } from "../../route-sync/stack.j
 import {
   notRecorded,
   plan,
-  type PlannedResource,
   record,
   recorded,
   report,
@@ -180,37 +179,29 @@ describe("sync-routes: what needs an engine run", () => {
     );
   });
 
-  describe("the gateways' memory limits: the state's, until `pulumi up` rolls the pods with a new one", () => {
+  describe("the gateways' memory limits: the bootstrap's, so no fact of the routes a sync writes", () => {
     const onDemand = (memory: string) => withGatewayMemory(stackConfig("prod", "on-demand"), { gateway: memory });
-    /** The state a `pulumi up` with this memory limit recorded (none: recorded before the limit was an input). */
-    const recordedWith = (memory: string | undefined): RoutesResourceState => {
-      const routing = routingConfig(onDemand(memory ?? "2Gi"));
-      if (memory === undefined) for (const g of Object.values(routing.gateways)) delete g.resources;
-      return stateOf(dev, at, routing)[0]!;
-    };
-    const maxSubClusters = (p: PlannedResource) =>
-      /"max_sub_clusters":(\d+)/.exec(p.rendered.files.xds["cds.yaml"]!)?.[1];
 
-    it("renders the bound of the limit the pods run with, and needs no record when only the stack config's limit changed", () => {
-      const [p] = plan([recordedWith("512Mi")], { config: onDemand("2Gi") }, dev, at);
-      expect(p!.facts.config.gateways.gateway.resources).toEqual({ limits: { memory: "512Mi" } });
-      expect(maxSubClusters(p!)).toBe("3276");
-      expect(recorded(p!)).toBe(true);
-      // Once `pulumi up` recorded the new limit, the sync renders its bound.
-      expect(maxSubClusters(plan([recordedWith("2Gi")], { config: onDemand("2Gi") }, dev, at)[0]!)).toBe("13107");
+    it("renders the same files whatever limit the stack config says, and needs no record for a changed one", () => {
+      const [recordedAt512] = stateOf(dev, at, routingConfig(onDemand("512Mi")));
+      const [small] = plan([recordedAt512!], { config: onDemand("512Mi") }, dev, at);
+      const [large] = plan([recordedAt512!], { config: onDemand("2Gi") }, dev, at);
+      expect(large!.digest).toBe(small!.digest);
+      expect(large!.rendered.files.xds["cds.yaml"]).not.toContain("max_sub_clusters");
+      expect(recorded(large!)).toBe(true);
     });
 
-    it("keeps the bound of state recorded without a limit (16,384), and takes the rest of the config from the stack", () => {
-      const [p] = plan([recordedWith(undefined)], { config: onDemand("512Mi") }, dev, at);
-      expect(p!.facts.config.gateways.gateway.resources).toBeUndefined();
-      expect(p!.facts.config.gateways["internal-gateway"].resources).toBeUndefined();
-      expect(maxSubClusters(p!)).toBe("16384");
-      expect(recorded(p!)).toBe(true);
-      const moreReplicas = { ...onDemand("512Mi"), gateways: { ...onDemand("512Mi").gateways } };
-      moreReplicas.gateways.gateway = { ...moreReplicas.gateways.gateway, replicas: 7 };
-      expect(notRecorded(plan([recordedWith(undefined)], { config: moreReplicas }, dev, at)[0]!)).toBe(
-        "its state's config.gateways.gateway.replicas differs",
-      );
+    it("records once over state of a release that kept the limit in the routes' config", () => {
+      const routing = routingConfig(onDemand("512Mi"));
+      const older = {
+        ...routing,
+        gateways: {
+          ...routing.gateways,
+          gateway: { ...routing.gateways.gateway, resources: { limits: { memory: "512Mi" } } },
+        },
+      };
+      const [p] = plan(stateOf(dev, at, older), { config: onDemand("512Mi") }, dev, at);
+      expect(notRecorded(p!)).toBe("its state's config.gateways.gateway.resources differs");
     });
   });
 

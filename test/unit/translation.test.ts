@@ -9,7 +9,7 @@ import { ON_DEMAND_CLUSTER } from "../../routing/names.js";
 import { routingConfig, type StackConfig } from "../../routing/config/schema.js";
 import { GATEWAYS } from "../../routing/config/schema.js";
 import { buildRoutingTable } from "../../routing/table.js";
-import { parseRoutingConfig, parseStackConfig } from "../../routing/config/load.js";
+import { parseStackConfig } from "../../routing/config/load.js";
 import { eachTest } from "./each-test.js";
 import { minimalRaw, minutesIntoShift, shiftedService, stackConfig, withValue } from "./fixtures.js";
 
@@ -277,9 +277,11 @@ describe("clusters", () => {
 describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's memory", () => {
   const withMemory = (memory: Record<"gateway" | "internal-gateway", string>): StackConfig =>
     withGatewayMemory(stackConfig("prod", "on-demand"), memory);
-  const maxSubClusters = (files: { documents: { cds: Json } }) =>
+  const staticClusters = (files: { documents: { bootstrap: Json } }) =>
+    (files.documents.bootstrap.static_resources as Json).clusters as Json[];
+  const maxSubClusters = (files: { documents: { bootstrap: Json } }) =>
     get(
-      ((files.documents.cds.resources as Json[]).find((c) => c.name === ON_DEMAND_CLUSTER) as Json).cluster_type,
+      staticClusters(files).find((c) => c.name === ON_DEMAND_CLUSTER)!.cluster_type,
       "typed_config.sub_clusters_config.max_sub_clusters",
     );
   const fromStack = (config: StackConfig) =>
@@ -300,12 +302,15 @@ describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's me
     expect(maxOnDemandSubClusters("64Gi")).toBe(16_384);
   });
 
-  it("renders the same number from the routing config a sync gets as from the stack config", () => {
-    const config = withMemory({ gateway: "768Mi", "internal-gateway": "1Gi" });
-    const table = buildRoutingTable(config, { "pr-1": ["web"] });
-    const routing = routingConfig(config);
-    expect(GATEWAYS.map((g) => maxSubClusters(renderXds(routing, table, g)))).toEqual(fromStack(config));
-    expect(fromStack(config)).toEqual([4_915, 6_553]);
+  it("sizes it in the bootstrap only: the xDS files a sync renders are the same whatever the memory limit", () => {
+    const xds = (memory: string) => {
+      const config = withMemory({ gateway: memory, "internal-gateway": memory });
+      const table = buildRoutingTable(config, { "pr-1": ["web"] });
+      return GATEWAYS.map((g) => renderXds(routingConfig(config), table, g).xds);
+    };
+    expect(xds("768Mi")).toEqual(xds("2Gi"));
+    expect(xds("768Mi")[0]!["cds.yaml"]).not.toContain(ON_DEMAND_CLUSTER);
+    expect(fromStack(withMemory({ gateway: "768Mi", "internal-gateway": "1Gi" }))).toEqual([4_915, 6_553]);
   });
 
   it("names in the 503 past the bound the number the cluster has, the gateway's key and its limit; the only mapper without ext_authz", () => {
@@ -347,19 +352,11 @@ describe("the on-demand cluster's sub-clusters, bounded by each gateway pod's me
     expect(get(httpsHcm(p!), "local_reply_config")).toBeUndefined();
     // Nor the on-demand cluster: the dev/PR Service has a cluster of its own.
     const clusterNames = (files: typeof p) => files!.documents.cds.resources.map((c) => (c as Json).name);
-    expect(clusterNames(p)).not.toContain(ON_DEMAND_CLUSTER);
+    const staticNames = (files: typeof p) => staticClusters(files!).map((c) => c.name);
+    expect(staticNames(p)).not.toContain(ON_DEMAND_CLUSTER);
     expect(clusterNames(p)).toContain("pr-1_web");
-    expect(clusterNames(g)).toContain(ON_DEMAND_CLUSTER);
-  });
-
-  it("keeps 16,384, as before, for routes state recorded without the memory limit", () => {
-    const config = withMemory({ gateway: "512Mi", "internal-gateway": "512Mi" });
-    const routing = routingConfig(config);
-    const { resources: _, ...recordedBefore } = routing.gateways.gateway;
-    const old = parseRoutingConfig({ ...routing, gateways: { ...routing.gateways, gateway: recordedBefore } });
-    const table = buildRoutingTable(old, { "pr-1": ["web"] });
-    expect(maxSubClusters(renderXds(old, table, "gateway"))).toBe(16_384);
-    expect(maxSubClusters(renderXds(old, table, "internal-gateway"))).toBe(3_276);
+    expect(staticNames(g)).toContain(ON_DEMAND_CLUSTER);
+    expect(clusterNames(g)).not.toContain(ON_DEMAND_CLUSTER);
   });
 });
 

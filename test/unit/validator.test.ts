@@ -68,10 +68,17 @@ describe("validator", () => {
   it("reports a problem in a shared part at every place it appears", () => {
     const docs = translateGateway(BROKEN_BASE.config(), brokenBaseTable(), "gateway"); // not copied: one outlier_detection object for all clusters
     const clusters = docs.cds.resources as Json[];
-    (clusters[0]!.outlier_detection as Json).max_ejection_percent = 101;
+    const shared = clusters[0]!.outlier_detection as Json;
+    shared.max_ejection_percent = 101;
+    // The bootstrap's on-demand cluster shares it too.
+    const statics = (docs.bootstrap.static_resources as Json).clusters as Json[];
+    const sharing = statics.filter((c) => c.outlier_detection === shared);
+    expect(sharing.map((c) => c.name)).toEqual(["dev-on-demand"]);
     const problems = validateGateway(docs).filter((p) => p.message.includes("max_ejection_percent"));
-    expect(problems).toHaveLength(clusters.length);
-    expect(problems[5]!.key).toContain(`cluster "${clusters[5]!.name}"`);
+    expect(problems).toHaveLength(clusters.length + sharing.length);
+    // The bootstrap is checked first, then cds.yaml in order.
+    expect(problems[0]!.key).toContain("envoy.yaml");
+    expect(problems[sharing.length + 5]!.key).toContain(`cluster "${clusters[5]!.name}"`);
   });
 
   /** Every problem found decoding and checking each document whole, nothing shared or cached: what validateGateway must find too. */
