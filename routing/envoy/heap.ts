@@ -42,11 +42,9 @@ export function heapLimitBytes(memoryLimit: string): number {
  * ON_DEMAND_SHARE_OF_HEAP of its heap holds, at least 1, at most
  * MAX_ON_DEMAND_SUB_CLUSTERS. A request for one more Service gets Envoy's 503
  * "Sub cluster overflow" (subClusterOverflowReply rewrites it) until one goes
- * unused for ON_DEMAND_SUB_CLUSTER_TTL_SECONDS. Without a memory limit (routes
- * state recorded before the limit was part of it), the most, as then.
+ * unused for ON_DEMAND_SUB_CLUSTER_TTL_SECONDS.
  */
-export function maxOnDemandSubClusters(memoryLimit: string | undefined): number {
-  if (memoryLimit === undefined) return MAX_ON_DEMAND_SUB_CLUSTERS;
+export function maxOnDemandSubClusters(memoryLimit: string): number {
   const fit = Math.floor((heapLimitBytes(memoryLimit) * ON_DEMAND_SHARE_OF_HEAP) / SUB_CLUSTER_HEAP_BYTES);
   return Math.min(MAX_ON_DEMAND_SUB_CLUSTERS, Math.max(1, fit));
 }
