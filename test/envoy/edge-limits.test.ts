@@ -105,6 +105,12 @@ describe("the bootstrap's static clusters", () => {
       dump.configs.map((c) => [(c.cluster as Json).name, (c.cluster as Json).per_connection_buffer_limit_bytes]),
     );
     const limit = h.config.edge.bufferLimitBytes;
-    expect(limits).toEqual({ "ext-authz": limit, "acme-solver": limit, "envoy-admin": limit, "gateway-pods": limit });
+    expect(limits).toEqual({
+      "ext-authz": limit,
+      "acme-solver": limit,
+      "envoy-admin": limit,
+      "gateway-pods": limit,
+      "dev-on-demand": limit,
+    });
   });
 });
